@@ -1,0 +1,146 @@
+//! API keys of the caller's company: list, create (the key is shown once), revoke.
+
+pub mod store;
+
+use axum::{
+    Json,
+    extract::{Path, State},
+    http::StatusCode,
+    response::Response,
+};
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::{router::OpenApiRouter, routes};
+
+use crate::{
+    app::AppState,
+    auth::{Caller, Role, parse_shop_list},
+    error::{ApiError, FieldErrors, Problem},
+    extract::{JsonBody, path_id},
+    listing::{ListQuery, ListSpec, Page, RequestUrl},
+    respond::created,
+    scope, time, validate,
+};
+use store::KeyRecordRow;
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(list_keys, create_key)).routes(routes!(revoke_key))
+}
+
+const LIST: ListSpec = ListSpec { sorts: &[("name", "name"), ("created_at", "created_at")], filters: &[] };
+
+/// An API key's record. The key itself is only ever returned by the create call.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ApiKeyRecord {
+    pub id: i64,
+    pub name: String,
+    pub role: Role,
+    /// The shops the key is limited to; null for every shop of the company.
+    pub shop_ids: Option<Vec<i64>>,
+    /// The first characters of the key, to recognise it.
+    pub prefix: String,
+    pub created_at: String,
+    /// Refreshed at most once a minute.
+    pub last_used_at: Option<String>,
+    pub revoked_at: Option<String>,
+    /// Only in the response to the create call.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub api_key: Option<String>,
+}
+
+impl From<KeyRecordRow> for ApiKeyRecord {
+    fn from(r: KeyRecordRow) -> Self {
+        ApiKeyRecord {
+            id: r.id,
+            name: r.name,
+            role: Role::parse(&r.role).unwrap_or(Role::Read),
+            shop_ids: parse_shop_list(r.shop_ids.as_deref()),
+            prefix: r.key_prefix,
+            created_at: time::format_micros(r.created_at),
+            last_used_at: r.last_used_at.map(time::format_micros),
+            revoked_at: r.revoked_at.map(time::format_micros),
+            api_key: None,
+        }
+    }
+}
+
+/// Body of `POST /api/v1/api_keys`.
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct ApiKeyInput {
+    pub name: Option<String>,
+    pub role: Option<String>,
+    /// Limit the key to these shops; omitted or null for every shop.
+    pub shop_ids: Option<Vec<i64>>,
+}
+
+#[derive(IntoParams)]
+#[into_params(parameter_in = Query)]
+#[allow(dead_code)]
+struct KeyListParams {
+    #[param(minimum = 1)]
+    page: Option<i64>,
+    #[param(rename = "pageSize", minimum = 1, maximum = 100)]
+    page_size: Option<i64>,
+    /// `name` or `created_at`, `-` for descending.
+    sort: Option<String>,
+}
+
+/// List the company's API keys, revoked ones included (admin key without a shop list).
+#[utoipa::path(get, path = "/api/v1/api_keys", tag = "api_keys", params(KeyListParams),
+    responses((status = 200, body = Page<ApiKeyRecord>), (status = 400, body = Problem), (status = 422, body = Problem)))]
+async fn list_keys(State(state): State<AppState>, caller: Caller, url: RequestUrl) -> Result<Json<Page<ApiKeyRecord>>, ApiError> {
+    caller.require_company_admin()?;
+    let list = ListQuery::parse(&url.params, &LIST)?;
+    let (rows, total) = store::list(&state.db, caller.company_id, &list).await?;
+    Ok(Json(list.into_page(&url, rows.into_iter().map(ApiKeyRecord::from).collect(), total)))
+}
+
+/// Create an API key. The response carries the key in `api_key`, once.
+#[utoipa::path(post, path = "/api/v1/api_keys", tag = "api_keys", request_body = ApiKeyInput,
+    responses((status = 201, body = ApiKeyRecord), (status = 422, body = Problem)))]
+async fn create_key(State(state): State<AppState>, caller: Caller, JsonBody(input): JsonBody<ApiKeyInput>) -> Result<Response, ApiError> {
+    caller.require_company_admin()?;
+    let mut errors = FieldErrors::default();
+    let name = validate::required_text(&mut errors, "name", input.name).unwrap_or_default();
+    validate::max_len(&mut errors, "name", &name, 100);
+    let role = match validate::required(&mut errors, "role", input.role) {
+        Some(r) => Role::parse(&r).or_else(|| {
+            errors.add("role", "The role must be one of read, write, admin.");
+            None
+        }),
+        None => None,
+    };
+    if let Some(ids) = &input.shop_ids {
+        if ids.is_empty() {
+            errors.add("shop_ids", "The shop_ids field must list at least one shop, or be omitted for every shop.");
+        }
+        for (i, id) in ids.iter().enumerate() {
+            if scope::visible_shop(&state.db, &caller, *id).await.is_err() {
+                errors.add(format!("shop_ids.{i}"), "The selected shop is invalid.");
+            }
+        }
+    }
+    errors.into_result()?;
+    let mut shops = input.shop_ids;
+    if let Some(ids) = shops.as_mut() {
+        ids.sort_unstable();
+        ids.dedup();
+    }
+    let (row, key) = store::insert(&state.db, caller.company_id, name.trim(), role.unwrap_or(Role::Read), shops.as_deref()).await?;
+    let mut record = ApiKeyRecord::from(row);
+    record.api_key = Some(key);
+    Ok(created("/api/v1/api_keys".into(), record))
+}
+
+/// Revoke an API key: refused from the next request on. Revoking twice is not an error.
+#[utoipa::path(delete, path = "/api/v1/api_keys/{id}", tag = "api_keys", params(("id" = i64, Path)),
+    responses((status = 204, description = "Revoked"), (status = 404, body = Problem)))]
+async fn revoke_key(State(state): State<AppState>, caller: Caller, Path(id): Path<String>) -> Result<StatusCode, ApiError> {
+    caller.require_company_admin()?;
+    let id = path_id(&id, "API key")?;
+    if store::revoke(&state.db, caller.company_id, id).await? {
+        Ok(StatusCode::NO_CONTENT)
+    } else {
+        Err(ApiError::not_found("API key"))
+    }
+}

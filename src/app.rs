@@ -1,0 +1,188 @@
+//! Application state, router assembly and the middleware stack.
+
+use std::{
+    sync::{Arc, OnceLock},
+    time::{Duration, Instant},
+};
+
+use axum::{
+    Json, Router,
+    extract::{DefaultBodyLimit, MatchedPath, Request, State},
+    http::{HeaderValue, StatusCode, header},
+    middleware::{self, Next},
+    response::{IntoResponse, Response},
+    routing::get,
+};
+use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
+use tower_http::{
+    catch_panic::CatchPanicLayer,
+    request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer},
+    timeout::TimeoutLayer,
+    trace::TraceLayer,
+};
+use utoipa::{
+    Modify, OpenApi,
+    openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme},
+};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_swagger_ui::SwaggerUi;
+
+use crate::{config::AppConfig, db::Db, error::Problem, openapi};
+
+#[derive(Clone)]
+pub struct AppState {
+    pub db: Db,
+    pub config: Arc<AppConfig>,
+    pub metrics: PrometheusHandle,
+}
+
+/// The process-wide Prometheus recorder (metrics macros write to one global recorder).
+fn metrics_handle() -> PrometheusHandle {
+    static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
+    HANDLE
+        .get_or_init(|| {
+            PrometheusBuilder::new()
+                .set_buckets(&[0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0])
+                .expect("static buckets are valid")
+                .install_recorder()
+                .expect("the metrics recorder is installed once")
+        })
+        .clone()
+}
+
+#[derive(OpenApi)]
+#[openapi(
+    info(title = "autoshop", description = "Shop-management API for automotive service locations: appointments, bays, shop settings, customers, ship-tos and accounts receivable."),
+    modifiers(&BearerAuth),
+    components(schemas(Problem)),
+    tags(
+        (name = "settings", description = "Shop hours, sources and shop information"),
+        (name = "bays", description = "Bays (columns) in which appointments are scheduled"),
+        (name = "shops", description = "Shop administration"),
+        (name = "api_keys", description = "API keys of the caller's company"),
+    )
+)]
+struct ApiDoc;
+
+struct BearerAuth;
+
+impl Modify for BearerAuth {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme("bearer", SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()));
+    }
+}
+
+/// Every `/api/v1` resource route, with its OpenAPI description.
+fn api_routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::with_openapi(ApiDoc::openapi())
+        .merge(crate::shops::router())
+        .merge(crate::bays::router())
+        .merge(crate::sources::router())
+        .merge(crate::shop_hours::router())
+        .merge(crate::api_keys::router())
+}
+
+/// The OpenAPI document, as served at `/api/v1/openapi.json`.
+pub fn openapi_document() -> utoipa::openapi::OpenApi {
+    let (_, doc) = api_routes().split_for_parts();
+    openapi::finish(doc)
+}
+
+pub fn build(db: Db, config: AppConfig) -> Router {
+    let state = AppState { db, config: Arc::new(config), metrics: metrics_handle() };
+    let (api, doc) = api_routes().split_for_parts();
+    let doc = openapi::finish(doc);
+    let timeout = Duration::from_secs(state.config.request_timeout_secs.max(1));
+    let body_limit = state.config.max_body_bytes;
+
+    Router::new()
+        .merge(api)
+        .merge(SwaggerUi::new("/docs").url("/api/v1/openapi.json", doc))
+        .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
+        .route("/metrics", get(metrics))
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(DefaultBodyLimit::max(body_limit))
+        .layer(middleware::from_fn(problem_for_bare_errors))
+        .layer(TimeoutLayer::with_status_code(StatusCode::SERVICE_UNAVAILABLE, timeout))
+        .layer(CatchPanicLayer::new())
+        .layer(middleware::from_fn(record_metrics))
+        .layer(TraceLayer::new_for_http())
+        .layer(PropagateRequestIdLayer::x_request_id())
+        .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
+        .with_state(state)
+}
+
+async fn not_found() -> Response {
+    Problem::new(StatusCode::NOT_FOUND, "No route matches this path.").into_response_with(StatusCode::NOT_FOUND)
+}
+
+async fn method_not_allowed() -> Response {
+    Problem::new(StatusCode::METHOD_NOT_ALLOWED, "This route does not accept that method.")
+        .into_response_with(StatusCode::METHOD_NOT_ALLOWED)
+}
+
+/// Turns any error response that is not already problem+json (a timeout, a caught panic, a
+/// framework rejection) into one, so clients see a single error format.
+async fn problem_for_bare_errors(request: Request, next: Next) -> Response {
+    let response = next.run(request).await;
+    let status = response.status();
+    let is_problem = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(crate::error::PROBLEM_JSON.as_bytes()));
+    if !(status.is_client_error() || status.is_server_error()) || is_problem {
+        return response;
+    }
+    let detail = match status {
+        StatusCode::SERVICE_UNAVAILABLE => "The request took too long to complete.",
+        StatusCode::INTERNAL_SERVER_ERROR => "An unexpected error occurred.",
+        StatusCode::PAYLOAD_TOO_LARGE => "The request body is larger than the limit.",
+        _ => status.canonical_reason().unwrap_or("Error"),
+    };
+    let mut problem = Problem::new(status, detail).into_response_with(status);
+    for name in [header::ALLOW, header::RETRY_AFTER, header::WWW_AUTHENTICATE] {
+        if let Some(v) = response.headers().get(&name) {
+            problem.headers_mut().insert(name, v.clone());
+        }
+    }
+    problem
+}
+
+async fn record_metrics(request: Request, next: Next) -> Response {
+    let started = Instant::now();
+    let route = request.extensions().get::<MatchedPath>().map(|p| p.as_str().to_owned()).unwrap_or_else(|| "unmatched".into());
+    let method = request.method().as_str().to_owned();
+    let response = next.run(request).await;
+    let status = response.status().as_u16().to_string();
+    let labels = [("method", method), ("route", route), ("status", status)];
+    metrics::counter!("http_requests_total", &labels).increment(1);
+    metrics::histogram!("http_request_duration_seconds", &labels[..2]).record(started.elapsed().as_secs_f64());
+    response
+}
+
+async fn healthz() -> Json<serde_json::Value> {
+    Json(serde_json::json!({"status": "ok"}))
+}
+
+async fn readyz(State(state): State<AppState>) -> Response {
+    match state.db.ping().await {
+        Ok(()) => Json(serde_json::json!({"status": "ok", "database": state.db.backend()})).into_response(),
+        Err(e) => {
+            tracing::warn!(error = %e, "readiness check failed");
+            Problem::new(StatusCode::SERVICE_UNAVAILABLE, "The database is not reachable.").into_response_with(StatusCode::SERVICE_UNAVAILABLE)
+        }
+    }
+}
+
+async fn metrics(State(state): State<AppState>) -> Response {
+    for (pool, size, idle) in state.db.pool_stats() {
+        metrics::gauge!("db_pool_connections", "pool" => pool).set(size as f64);
+        metrics::gauge!("db_pool_idle_connections", "pool" => pool).set(idle as f64);
+    }
+    let mut response = state.metrics.render().into_response();
+    response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; version=0.0.4"));
+    response
+}

@@ -1,0 +1,208 @@
+//! Bearer API keys: generation, hashing, and the `Caller` every resource handler receives.
+
+use axum::{extract::FromRequestParts, http::request::Parts};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use utoipa::ToSchema;
+
+use crate::{
+    app::AppState,
+    db::{Db, Query, now_micros},
+    error::ApiError,
+};
+
+/// What a key may do. Ordered: each role includes the ones before it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    Read,
+    Write,
+    Admin,
+}
+
+impl Role {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Read => "read",
+            Role::Write => "write",
+            Role::Admin => "admin",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Role> {
+        match s {
+            "read" => Some(Role::Read),
+            "write" => Some(Role::Write),
+            "admin" => Some(Role::Admin),
+            _ => None,
+        }
+    }
+}
+
+/// The authenticated caller: a key of one company, with a role and an optional shop list.
+#[derive(Debug, Clone)]
+pub struct Caller {
+    pub key_id: i64,
+    pub company_id: i64,
+    pub role: Role,
+    /// `None`: every shop of the company.
+    pub shops: Option<Vec<i64>>,
+}
+
+impl Caller {
+    pub fn require(&self, role: Role) -> Result<(), ApiError> {
+        if self.role >= role {
+            Ok(())
+        } else {
+            Err(ApiError::Forbidden(format!(
+                "This operation needs a key with the {} role; this key has the {} role.",
+                role.as_str(),
+                self.role.as_str()
+            )))
+        }
+    }
+
+    /// Company-wide administration (shops, API keys) needs an admin key without a shop list.
+    pub fn require_company_admin(&self) -> Result<(), ApiError> {
+        self.require(Role::Admin)?;
+        if self.shops.is_some() {
+            return Err(ApiError::Forbidden(
+                "This operation needs an admin key that is not limited to a list of shops.".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    pub fn can_see_shop(&self, shop_id: i64) -> bool {
+        self.shops.as_ref().is_none_or(|shops| shops.contains(&shop_id))
+    }
+}
+
+pub const KEY_PREFIX: &str = "ask_";
+
+/// A new random key (256 bits of entropy) and the hash we store for it.
+pub fn generate_key() -> (String, String) {
+    let mut bytes = [0u8; 32];
+    getrandom::fill(&mut bytes).expect("the operating system's random source failed");
+    let key = format!("{KEY_PREFIX}{}", hex(&bytes));
+    let hash = hash_key(&key);
+    (key, hash)
+}
+
+pub fn hash_key(key: &str) -> String {
+    hex(&Sha256::digest(key.as_bytes()))
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Compares two byte strings in time that depends only on their lengths.
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+#[derive(sqlx::FromRow)]
+struct KeyRow {
+    id: i64,
+    company_id: i64,
+    role: String,
+    shop_ids: Option<String>,
+    key_hash: String,
+    last_used_at: Option<i64>,
+}
+
+pub fn parse_shop_list(stored: Option<&str>) -> Option<Vec<i64>> {
+    stored.map(|s| s.split(',').filter_map(|id| id.trim().parse().ok()).collect())
+}
+
+/// How stale `last_used_at` may get before a request refreshes it: bounds the writes that
+/// key bookkeeping costs to one per key per minute.
+const LAST_USED_RESOLUTION_MICROS: i64 = 60_000_000;
+
+pub async fn authenticate(db: &Db, header: Option<&str>) -> Result<Caller, ApiError> {
+    let header = header.ok_or_else(|| ApiError::Unauthorized("Missing Authorization header with a Bearer API key.".into()))?;
+    let (scheme, key) = header.trim().split_once(' ').unwrap_or((header, ""));
+    let key = key.trim();
+    if !scheme.eq_ignore_ascii_case("bearer") || key.is_empty() {
+        return Err(ApiError::Unauthorized("The Authorization header must be `Bearer <API key>`.".into()));
+    }
+    let hash = hash_key(key);
+    let row: Option<KeyRow> = db
+        .fetch_optional(
+            &Query::new(
+                "SELECT id, company_id, role, shop_ids, key_hash, last_used_at FROM api_keys \
+                 WHERE key_hash = $1 AND revoked_at IS NULL",
+            )
+            .bind(&hash),
+        )
+        .await?;
+    let row = row
+        .filter(|r| constant_time_eq(r.key_hash.as_bytes(), hash.as_bytes()))
+        .ok_or_else(|| ApiError::Unauthorized("The API key is not valid or has been revoked.".into()))?;
+    let now = now_micros();
+    if row.last_used_at.is_none_or(|t| now - t > LAST_USED_RESOLUTION_MICROS) {
+        let db = db.clone();
+        let id = row.id;
+        // Bookkeeping must not slow down or fail the request itself.
+        tokio::spawn(async move {
+            let q = Query::new("UPDATE api_keys SET last_used_at = $1 WHERE id = $2").bind(now).bind(id);
+            if let Err(e) = db.execute(&q).await {
+                tracing::debug!(error = %e, "could not record key use");
+            }
+        });
+    }
+    Ok(Caller {
+        key_id: row.id,
+        company_id: row.company_id,
+        role: Role::parse(&row.role).ok_or_else(|| ApiError::Internal(format!("key {} has role {}", row.id, row.role)))?,
+        shops: parse_shop_list(row.shop_ids.as_deref()),
+    })
+}
+
+impl FromRequestParts<AppState> for Caller {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        if let Some(caller) = parts.extensions.get::<Caller>() {
+            return Ok(caller.clone());
+        }
+        let header = parts.headers.get(axum::http::header::AUTHORIZATION).and_then(|v| v.to_str().ok());
+        let caller = authenticate(&state.db, header).await?;
+        parts.extensions.insert(caller.clone());
+        Ok(caller)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn generated_keys_are_distinct_and_hash_to_what_is_stored() {
+        let (a, hash_a) = generate_key();
+        let (b, _) = generate_key();
+        assert_ne!(a, b);
+        assert!(a.starts_with(KEY_PREFIX));
+        assert_eq!(a.len(), KEY_PREFIX.len() + 64);
+        assert_eq!(hash_key(&a), hash_a);
+    }
+
+    #[test]
+    fn constant_time_eq_compares_content_and_length() {
+        assert!(constant_time_eq(b"abc", b"abc"));
+        assert!(!constant_time_eq(b"abc", b"abd"));
+        assert!(!constant_time_eq(b"abc", b"abcd"));
+    }
+
+    #[test]
+    fn roles_are_ordered() {
+        assert!(Role::Admin > Role::Write && Role::Write > Role::Read);
+    }
+
+    #[test]
+    fn shop_lists_round_trip() {
+        assert_eq!(parse_shop_list(Some("1,2,3")), Some(vec![1, 2, 3]));
+        assert_eq!(parse_shop_list(None), None);
+    }
+}

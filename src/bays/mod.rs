@@ -1,0 +1,116 @@
+//! Bays (the interface's "columns"): `GET /api/v1/bays` and the admin writes.
+
+pub mod model;
+pub mod store;
+
+use axum::{
+    Json,
+    extract::{Path, State},
+    response::Response,
+};
+use utoipa_axum::{router::OpenApiRouter, routes};
+
+use crate::{
+    app::AppState,
+    auth::{Caller, Role},
+    error::{ApiError, FieldErrors, Problem},
+    extract::{JsonBody, parse_bool, path_id},
+    listing::{ListQuery, ListSpec, Page, RequestUrl},
+    respond::{created, unique_as_invalid},
+    scope, validate,
+};
+use model::{Bay, BayInput, BayListParams};
+use store::BayFields;
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(list_bays, create_bay)).routes(routes!(get_bay, update_bay))
+}
+
+const LIST: ListSpec = ListSpec { sorts: &[("title", "title_key"), ("order", "sort_order")], filters: &["shop_id", "active"] };
+
+/// List bays.
+#[utoipa::path(get, path = "/api/v1/bays", tag = "bays", params(BayListParams),
+    responses((status = 200, body = Page<Bay>), (status = 400, body = Problem), (status = 404, body = Problem), (status = 422, body = Problem)))]
+async fn list_bays(State(state): State<AppState>, caller: Caller, url: RequestUrl) -> Result<Json<Page<Bay>>, ApiError> {
+    let list = ListQuery::parse(&url.params, &LIST)?;
+    let shops = scope::shop_filter(&state.db, &caller, list.filter("shop_id")).await?;
+    let active = match list.filter("active").map(|v| v.trim().to_ascii_lowercase()) {
+        None => Some(true),
+        Some(v) if matches!(v.as_str(), "" | "null" | "all") => None,
+        Some(v) => Some(parse_bool(&v).ok_or_else(|| {
+            ApiError::invalid("filter[active]", "The filter[active] parameter must be true, false, 1, 0, null or all.")
+        })?),
+    };
+    let (rows, total) = store::list(&state.db, caller.company_id, &shops, active, &list).await?;
+    Ok(Json(list.into_page(&url, rows.into_iter().map(Bay::from).collect(), total)))
+}
+
+/// Get one bay.
+#[utoipa::path(get, path = "/api/v1/bays/{id}", tag = "bays", params(("id" = i64, Path)),
+    responses((status = 200, body = Bay), (status = 404, body = Problem)))]
+async fn get_bay(State(state): State<AppState>, caller: Caller, Path(id): Path<String>) -> Result<Json<Bay>, ApiError> {
+    Ok(Json(visible_bay(&state, &caller, &id).await?.into()))
+}
+
+/// Create a bay (admin).
+#[utoipa::path(post, path = "/api/v1/bays", tag = "bays", request_body = BayInput,
+    responses((status = 201, body = Bay), (status = 422, body = Problem)))]
+async fn create_bay(State(state): State<AppState>, caller: Caller, JsonBody(input): JsonBody<BayInput>) -> Result<Response, ApiError> {
+    caller.require(Role::Admin)?;
+    let mut errors = FieldErrors::default();
+    let shop_id = validate::required(&mut errors, "shop_id", input.shop_id);
+    scope::body_shop(&state.db, &caller, shop_id, &mut errors).await?;
+    let title = validate::required_text(&mut errors, "title", input.title).unwrap_or_default();
+    validate::max_len(&mut errors, "title", &title, 100);
+    errors.into_result()?;
+    let fields = BayFields {
+        shop_id: shop_id.unwrap_or_default(),
+        title: title.trim().to_owned(),
+        order: input.order.unwrap_or(0),
+        active: input.active.unwrap_or(true),
+    };
+    let row = store::insert(&state.db, caller.company_id, &fields).await.map_err(unique_as_invalid("title"))?;
+    Ok(created(format!("/api/v1/bays/{}", row.id), Bay::from(row)))
+}
+
+/// Update a bay (admin). Omitted fields keep their value.
+#[utoipa::path(put, path = "/api/v1/bays/{id}", tag = "bays", params(("id" = i64, Path)), request_body = BayInput,
+    responses((status = 200, body = Bay), (status = 404, body = Problem), (status = 422, body = Problem)))]
+async fn update_bay(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    JsonBody(input): JsonBody<BayInput>,
+) -> Result<Json<Bay>, ApiError> {
+    caller.require(Role::Admin)?;
+    let current = visible_bay(&state, &caller, &id).await?;
+    let mut errors = FieldErrors::default();
+    if input.shop_id.is_some() {
+        scope::body_shop(&state.db, &caller, input.shop_id, &mut errors).await?;
+    }
+    let title = match input.title {
+        Some(t) => validate::required_text(&mut errors, "title", Some(t)).unwrap_or_default(),
+        None => current.title,
+    };
+    validate::max_len(&mut errors, "title", &title, 100);
+    errors.into_result()?;
+    let fields = BayFields {
+        shop_id: input.shop_id.unwrap_or(current.shop_id),
+        title: title.trim().to_owned(),
+        order: input.order.unwrap_or(current.sort_order),
+        active: input.active.unwrap_or(current.active),
+    };
+    let row = store::update(&state.db, caller.company_id, current.id, &fields)
+        .await
+        .map_err(unique_as_invalid("title"))?
+        .ok_or_else(|| ApiError::not_found("Bay"))?;
+    Ok(Json(row.into()))
+}
+
+async fn visible_bay(state: &AppState, caller: &Caller, raw_id: &str) -> Result<store::BayRow, ApiError> {
+    let id = path_id(raw_id, "Bay")?;
+    store::find(&state.db, caller.company_id, id)
+        .await?
+        .filter(|bay| caller.can_see_shop(bay.shop_id))
+        .ok_or_else(|| ApiError::not_found("Bay"))
+}

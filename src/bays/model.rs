@@ -1,0 +1,56 @@
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+
+use super::store::BayRow;
+
+/// A bay (column) of a shop in which appointments are scheduled.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Bay {
+    pub id: i64,
+    pub shop_id: i64,
+    pub title: String,
+    /// Display position among the shop's bays.
+    pub order: i64,
+    pub active: bool,
+}
+
+impl From<BayRow> for Bay {
+    fn from(r: BayRow) -> Self {
+        Bay { id: r.id, shop_id: r.shop_id, title: r.title, order: r.sort_order, active: r.active }
+    }
+}
+
+/// Body of `POST /api/v1/bays` and `PUT /api/v1/bays/{id}`. On PUT, omitted fields keep their
+/// value.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+pub struct BayInput {
+    /// Required on create.
+    pub shop_id: Option<i64>,
+    /// Required on create; unique per shop, ignoring case.
+    pub title: Option<String>,
+    /// Default 0.
+    pub order: Option<i64>,
+    /// Default true.
+    pub active: Option<bool>,
+}
+
+/// Query parameters of `GET /api/v1/bays`.
+#[derive(IntoParams)]
+#[into_params(parameter_in = Query)]
+#[allow(dead_code)]
+pub struct BayListParams {
+    /// Page number, from 1.
+    #[param(minimum = 1)]
+    page: Option<i64>,
+    /// Items per page, 1 to 100.
+    #[param(rename = "pageSize", minimum = 1, maximum = 100)]
+    page_size: Option<i64>,
+    /// Comma-separated fields among `title`, `order`; prefix `-` for descending.
+    sort: Option<String>,
+    /// One shop; omitted means every shop of the company the key may see.
+    #[param(rename = "filter[shop_id]")]
+    filter_shop_id: Option<i64>,
+    /// `true` (default), `false`, or `null`/`all`/empty for both.
+    #[param(rename = "filter[active]")]
+    filter_active: Option<String>,
+}

@@ -1,0 +1,86 @@
+use crate::{
+    db::{Db, DbError, Query, now_micros},
+    listing::{ListQuery, fetch_page},
+    scope::ShopFilter,
+};
+
+#[derive(Debug, sqlx::FromRow)]
+pub struct BayRow {
+    pub id: i64,
+    pub shop_id: i64,
+    pub title: String,
+    pub sort_order: i64,
+    pub active: bool,
+}
+
+const COLUMNS: &str = "id, shop_id, title, sort_order, active";
+
+pub async fn list(
+    db: &Db,
+    company_id: i64,
+    shops: &ShopFilter,
+    active: Option<bool>,
+    list: &ListQuery,
+) -> Result<(Vec<BayRow>, i64), DbError> {
+    let mut q = Query::new("FROM bays WHERE company_id = $1").bind(company_id);
+    shops.push_sql(&mut q, "shop_id");
+    if let Some(active) = active {
+        q.push(" AND active = ").push_bind(active);
+    }
+    fetch_page(db, COLUMNS, &q, list, "id").await
+}
+
+/// Every bay of the given shops, for `with[]=bays` on shop info.
+pub async fn for_shops(db: &Db, company_id: i64, shops: &ShopFilter) -> Result<Vec<BayRow>, DbError> {
+    let mut q = Query::new(format!("SELECT {COLUMNS} FROM bays WHERE company_id = $1")).bind(company_id);
+    shops.push_sql(&mut q, "shop_id");
+    q.push(" ORDER BY shop_id, sort_order, id");
+    db.fetch_all(&q).await
+}
+
+pub async fn find(db: &Db, company_id: i64, id: i64) -> Result<Option<BayRow>, DbError> {
+    let q = Query::new(format!("SELECT {COLUMNS} FROM bays WHERE company_id = $1 AND id = $2"))
+        .bind(company_id)
+        .bind(id);
+    db.fetch_optional(&q).await
+}
+
+pub struct BayFields {
+    pub shop_id: i64,
+    pub title: String,
+    pub order: i64,
+    pub active: bool,
+}
+
+/// `Err(DbError::Unique)` when the shop already has a bay of that title.
+pub async fn insert(db: &Db, company_id: i64, f: &BayFields) -> Result<BayRow, DbError> {
+    let now = now_micros();
+    let q = Query::new(format!(
+        "INSERT INTO bays (company_id, shop_id, title, title_key, sort_order, active, created_at, updated_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $7) RETURNING {COLUMNS}"
+    ))
+    .bind(company_id)
+    .bind(f.shop_id)
+    .bind(&f.title)
+    .bind(f.title.to_lowercase())
+    .bind(f.order)
+    .bind(f.active)
+    .bind(now);
+    db.write_fetch_optional(&q).await?.ok_or(DbError::Other(sqlx::Error::RowNotFound))
+}
+
+pub async fn update(db: &Db, company_id: i64, id: i64, f: &BayFields) -> Result<Option<BayRow>, DbError> {
+    let q = Query::new(format!(
+        "UPDATE bays SET shop_id = $3, title = $4, title_key = $5, sort_order = $6, active = $7, updated_at = $8 \
+         WHERE company_id = $1 AND id = $2 RETURNING {COLUMNS}"
+    ))
+    .bind(company_id)
+    .bind(id)
+    .bind(f.shop_id)
+    .bind(&f.title)
+    .bind(f.title.to_lowercase())
+    .bind(f.order)
+    .bind(f.active)
+    .bind(now_micros());
+    db.write_fetch_optional(&q).await
+}

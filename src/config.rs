@@ -1,0 +1,99 @@
+//! Command line and environment: one place that lists every setting.
+
+use std::{net::SocketAddr, path::PathBuf};
+
+use clap::{Args, Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(name = "autoshop", version, about = "Shop-management API server for automotive service locations")]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the HTTP server (migrates the database first).
+    Serve(ServeArgs),
+    /// Bring the database schema up to date and exit.
+    Migrate(DatabaseArgs),
+    /// Manage companies (operators only; there is no HTTP surface for this).
+    #[command(subcommand)]
+    Company(CompanyCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum CompanyCommand {
+    /// Create a company and print `{"company_id": N, "api_key": "..."}` (an admin key).
+    Create {
+        #[arg(long)]
+        name: String,
+        #[command(flatten)]
+        database: DatabaseArgs,
+    },
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct DatabaseArgs {
+    /// Database URL: `sqlite://FILE` (created if missing) or `postgres://USER@HOST/DB`.
+    #[arg(long, env = "AUTOSHOP_DATABASE_URL", default_value = "sqlite://autoshop.db")]
+    pub database_url: String,
+    /// PostgreSQL pool size per process, or the number of SQLite read connections.
+    #[arg(long, env = "AUTOSHOP_DB_MAX_CONNECTIONS", default_value_t = 16)]
+    pub db_max_connections: u32,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ServeArgs {
+    /// Address to listen on.
+    #[arg(long, env = "AUTOSHOP_LISTEN", default_value = "127.0.0.1:8080")]
+    pub listen: SocketAddr,
+    #[command(flatten)]
+    pub database: DatabaseArgs,
+    /// Base URL for absolute links in list responses (e.g. `https://api.example.com`). Default:
+    /// `http://` plus the request's Host header.
+    #[arg(long, env = "AUTOSHOP_PUBLIC_URL")]
+    pub public_url: Option<String>,
+    /// Load a demo company when the database has no company yet, and print its admin key.
+    #[arg(long, env = "AUTOSHOP_DEMO")]
+    pub demo: bool,
+    /// Log filter, in tracing's EnvFilter syntax.
+    #[arg(long, env = "AUTOSHOP_LOG", default_value = "info")]
+    pub log: String,
+    /// Write logs as JSON lines instead of text.
+    #[arg(long, env = "AUTOSHOP_LOG_JSON")]
+    pub log_json: bool,
+    /// Largest accepted request body, in bytes.
+    #[arg(long, env = "AUTOSHOP_MAX_BODY_BYTES", default_value_t = 1024 * 1024)]
+    pub max_body_bytes: usize,
+    /// Requests running longer than this many seconds are cut off with a 503.
+    #[arg(long, env = "AUTOSHOP_REQUEST_TIMEOUT_SECS", default_value_t = 30)]
+    pub request_timeout_secs: u64,
+    /// Write the port actually bound to this file once listening (useful with port 0).
+    #[arg(long, env = "AUTOSHOP_PORT_FILE", hide = true)]
+    pub port_file: Option<PathBuf>,
+}
+
+/// Settings the running application needs (a subset of the CLI, testable without clap).
+#[derive(Debug, Clone)]
+pub struct AppConfig {
+    pub public_url: Option<String>,
+    pub max_body_bytes: usize,
+    pub request_timeout_secs: u64,
+}
+
+impl Default for AppConfig {
+    fn default() -> Self {
+        AppConfig { public_url: None, max_body_bytes: 1024 * 1024, request_timeout_secs: 30 }
+    }
+}
+
+impl From<&ServeArgs> for AppConfig {
+    fn from(args: &ServeArgs) -> Self {
+        AppConfig {
+            public_url: args.public_url.as_ref().map(|u| u.trim_end_matches('/').to_owned()),
+            max_body_bytes: args.max_body_bytes,
+            request_timeout_secs: args.request_timeout_secs,
+        }
+    }
+}

@@ -1,0 +1,103 @@
+//! A SQL text plus its arguments, written once for both backends.
+//!
+//! Placeholders are `$1, $2, ...`: PostgreSQL's native form, and one sqlx's SQLite driver maps to
+//! positional arguments too, so the same text runs on either database.
+
+/// One bound value. Typed nulls keep PostgreSQL's parameter inference happy.
+#[derive(Debug, Clone)]
+pub enum Arg {
+    I64(Option<i64>),
+    F64(Option<f64>),
+    Text(Option<String>),
+    Bool(Option<bool>),
+}
+
+macro_rules! arg_from {
+    ($t:ty, $variant:ident, $conv:expr) => {
+        impl From<$t> for Arg {
+            fn from(v: $t) -> Self {
+                Arg::$variant(Some($conv(v)))
+            }
+        }
+        impl From<Option<$t>> for Arg {
+            fn from(v: Option<$t>) -> Self {
+                Arg::$variant(v.map($conv))
+            }
+        }
+    };
+}
+
+arg_from!(i64, I64, |v| v);
+arg_from!(f64, F64, |v| v);
+arg_from!(bool, Bool, |v| v);
+arg_from!(String, Text, |v| v);
+arg_from!(&str, Text, |v: &str| v.to_owned());
+arg_from!(&String, Text, |v: &String| v.clone());
+
+#[derive(Debug, Clone, Default)]
+pub struct Query {
+    pub(super) sql: String,
+    pub(super) args: Vec<Arg>,
+}
+
+impl Query {
+    pub fn new(sql: impl Into<String>) -> Self {
+        Query { sql: sql.into(), args: Vec::new() }
+    }
+
+    /// Binds the next numbered placeholder already written in the text.
+    pub fn bind(mut self, arg: impl Into<Arg>) -> Self {
+        self.args.push(arg.into());
+        self
+    }
+
+    pub fn push(&mut self, sql: &str) -> &mut Self {
+        self.sql.push_str(sql);
+        self
+    }
+
+    /// Appends a new placeholder and binds it.
+    pub fn push_bind(&mut self, arg: impl Into<Arg>) -> &mut Self {
+        self.args.push(arg.into());
+        self.sql.push('$');
+        self.sql.push_str(&self.args.len().to_string());
+        self
+    }
+
+    /// Appends `(p1, p2, ...)` for an `IN` list. The caller ensures the list is not empty.
+    pub fn push_in_list<T: Into<Arg> + Clone>(&mut self, values: &[T]) -> &mut Self {
+        self.sql.push('(');
+        for (i, v) in values.iter().enumerate() {
+            if i > 0 {
+                self.sql.push_str(", ");
+            }
+            self.push_bind(v.clone());
+        }
+        self.sql.push(')');
+        self
+    }
+
+    /// `prefix` followed by this query's text, with the same arguments: one filter, several
+    /// statements (`SELECT cols` and `SELECT COUNT(*)`).
+    pub fn prefixed(&self, prefix: &str) -> Query {
+        Query { sql: format!("{prefix}{}", self.sql), args: self.args.clone() }
+    }
+
+    pub fn sql(&self) -> &str {
+        &self.sql
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn push_bind_numbers_placeholders_after_static_ones() {
+        let mut q = Query::new("SELECT 1 FROM t WHERE a = $1").bind(5i64);
+        q.push(" AND b IN ").push_in_list(&[1i64, 2]);
+        q.push(" AND c = ").push_bind("x");
+        assert_eq!(q.sql(), "SELECT 1 FROM t WHERE a = $1 AND b IN ($2, $3) AND c = $4");
+        assert_eq!(q.args.len(), 4);
+    }
+}

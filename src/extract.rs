@@ -1,0 +1,182 @@
+//! Request extractors that turn every malformed input into our own problem+json errors.
+
+use axum::{
+    body::Bytes,
+    extract::{FromRequest, FromRequestParts, Request},
+    http::{StatusCode, header, request::Parts},
+};
+use serde::de::DeserializeOwned;
+
+use crate::error::ApiError;
+
+/// A JSON request body. Malformed JSON is a 400, a missing or wrong content type a 415, a body
+/// over the limit a 413, and a value of the wrong type a 422 keyed by the field's path.
+pub struct JsonBody<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
+        if !has_json_content_type(req.headers()) {
+            return Err(ApiError::UnsupportedMediaType(
+                "Expected a request body with Content-Type: application/json.".into(),
+            ));
+        }
+        let bytes = Bytes::from_request(req, state).await.map_err(|rejection| {
+            if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                ApiError::PayloadTooLarge("The request body is larger than the limit.".into())
+            } else {
+                ApiError::BadRequest(format!("Could not read the request body: {}", rejection.body_text()))
+            }
+        })?;
+        let value: serde_json::Value = serde_json::from_slice(&bytes)
+            .map_err(|e| ApiError::BadRequest(format!("Malformed JSON: {e}.")))?;
+        if !value.is_object() {
+            return Err(ApiError::invalid("body", "The request body must be a JSON object."));
+        }
+        serde_path_to_error::deserialize(value).map(JsonBody).map_err(|e| {
+            let field = e.path().to_string();
+            let message = describe_type_error(&field, &e.inner().to_string());
+            ApiError::invalid(field, message)
+        })
+    }
+}
+
+fn has_json_content_type(headers: &axum::http::HeaderMap) -> bool {
+    let Some(value) = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()) else {
+        return false;
+    };
+    let mime = value.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+    mime == "application/json" || (mime.starts_with("application/") && mime.ends_with("+json"))
+}
+
+/// Turns serde's "invalid type: string \"x\", expected i64" into a sentence an integrator reads.
+fn describe_type_error(field: &str, serde_message: &str) -> String {
+    let expected = serde_message.rsplit("expected ").next().unwrap_or("");
+    let wanted = if serde_message.contains("expected ") {
+        match expected {
+            e if e.starts_with('i') || e.starts_with('u') || e.contains("integer") => "an integer",
+            e if e.starts_with('f') || e.contains("number") => "a number",
+            e if e.contains("bool") => "a boolean",
+            e if e.contains("string") || e.contains("str") => "a string",
+            e if e.contains("sequence") || e.contains("array") => "an array",
+            e if e.contains("map") || e.contains("struct") => "an object",
+            _ => "",
+        }
+    } else {
+        ""
+    };
+    if wanted.is_empty() {
+        format!("The {field} field is invalid: {serde_message}.")
+    } else {
+        format!("The {field} field must be {wanted}.")
+    }
+}
+
+/// The raw query string as ordered `(name, value)` pairs, percent-decoded.
+#[derive(Debug, Clone, Default)]
+pub struct QueryParams(pub Vec<(String, String)>);
+
+impl QueryParams {
+    pub fn parse(query: &str) -> Self {
+        QueryParams(form_urlencoded::parse(query.as_bytes()).into_owned().collect())
+    }
+
+    /// The last value given for `name` (Laravel's behaviour for repeated scalars).
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.0.iter().rev().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
+    }
+
+    pub fn all<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a str> + 'a {
+        self.0.iter().filter(move |(k, _)| k == name).map(|(_, v)| v.as_str())
+    }
+
+    /// A boolean parameter: `true/false/1/0` (absent: `None`).
+    pub fn bool(&self, name: &str) -> Result<Option<bool>, ApiError> {
+        match self.get(name) {
+            None => Ok(None),
+            Some(v) => parse_bool(v)
+                .map(Some)
+                .ok_or_else(|| ApiError::invalid(name, format!("The {name} parameter must be true, false, 1 or 0."))),
+        }
+    }
+
+    /// An integer parameter (absent: `None`).
+    pub fn i64(&self, name: &str) -> Result<Option<i64>, ApiError> {
+        match self.get(name) {
+            None => Ok(None),
+            Some(v) => v
+                .trim()
+                .parse()
+                .map(Some)
+                .map_err(|_| ApiError::invalid(name, format!("The {name} parameter must be an integer."))),
+        }
+    }
+}
+
+pub fn parse_bool(value: &str) -> Option<bool> {
+    match value.trim().to_ascii_lowercase().as_str() {
+        "true" | "1" => Some(true),
+        "false" | "0" => Some(false),
+        _ => None,
+    }
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for QueryParams {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, ApiError> {
+        Ok(QueryParams::parse(parts.uri.query().unwrap_or("")))
+    }
+}
+
+/// A record id from the path. Anything that is not a positive integer cannot name a record, so
+/// it answers 404 like an id that does not exist.
+pub fn path_id(raw: &str, what: &str) -> Result<i64, ApiError> {
+    raw.parse::<i64>().ok().filter(|id| *id > 0).ok_or_else(|| ApiError::not_found(what))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn type_errors_read_as_sentences() {
+        assert_eq!(
+            describe_type_error("shop_id", "invalid type: string \"x\", expected i64"),
+            "The shop_id field must be an integer."
+        );
+        assert_eq!(
+            describe_type_error("active", "invalid type: integer `3`, expected a boolean"),
+            "The active field must be a boolean."
+        );
+        assert_eq!(
+            describe_type_error("title", "invalid type: integer `3`, expected a string"),
+            "The title field must be a string."
+        );
+    }
+
+    #[test]
+    fn query_params_decode_brackets_and_keep_the_last_value() {
+        let q = QueryParams::parse("filter%5Bshop_id%5D=3&page=1&page=2&name=a+b");
+        assert_eq!(q.get("filter[shop_id]"), Some("3"));
+        assert_eq!(q.get("page"), Some("2"));
+        assert_eq!(q.get("name"), Some("a b"));
+    }
+
+    #[test]
+    fn booleans_accept_the_four_spellings() {
+        for (raw, want) in [("true", true), ("1", true), ("FALSE", false), ("0", false)] {
+            assert_eq!(parse_bool(raw), Some(want));
+        }
+        assert_eq!(parse_bool("yes"), None);
+    }
+
+    #[test]
+    fn path_ids_must_be_positive_integers() {
+        assert_eq!(path_id("12", "Bay").unwrap(), 12);
+        assert!(path_id("abc", "Bay").is_err());
+        assert!(path_id("-1", "Bay").is_err());
+        assert!(path_id("99999999999999999999", "Bay").is_err());
+    }
+}

@@ -1,0 +1,21 @@
+//! autoshop: a shop-management API server for automotive service locations.
+
+pub mod api_keys;
+pub mod app;
+pub mod auth;
+pub mod bays;
+pub mod config;
+pub mod db;
+pub mod demo;
+pub mod error;
+pub mod extract;
+pub mod listing;
+pub mod openapi;
+pub mod respond;
+pub mod scope;
+pub mod server;
+pub mod shop_hours;
+pub mod shops;
+pub mod sources;
+pub mod time;
+pub mod validate;

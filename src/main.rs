@@ -1,0 +1,65 @@
+use anyhow::Context;
+use autoshop::{
+    api_keys,
+    config::{AppConfig, Cli, Command, CompanyCommand, DatabaseArgs, ServeArgs},
+    db::{Db, DbConfig},
+    demo, server,
+};
+use clap::Parser;
+use tracing_subscriber::EnvFilter;
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    match Cli::parse().command {
+        Command::Serve(args) => serve(args).await,
+        Command::Migrate(database) => {
+            init_logging("warn", false);
+            open(&database).await?;
+            eprintln!("database is up to date");
+            Ok(())
+        }
+        Command::Company(CompanyCommand::Create { name, database }) => {
+            init_logging("warn", false);
+            let name = name.trim();
+            anyhow::ensure!(!name.is_empty(), "--name must not be empty");
+            let db = open(&database).await?;
+            let (company_id, api_key) = api_keys::store::create_company(&db, name).await?;
+            println!("{}", serde_json::json!({"company_id": company_id, "api_key": api_key}));
+            db.close().await;
+            Ok(())
+        }
+    }
+}
+
+async fn open(args: &DatabaseArgs) -> anyhow::Result<Db> {
+    let db = Db::connect(&DbConfig { url: args.database_url.clone(), max_connections: args.db_max_connections }).await?;
+    db.migrate().await.context("migrating the database")?;
+    Ok(db)
+}
+
+async fn serve(args: ServeArgs) -> anyhow::Result<()> {
+    init_logging(&args.log, args.log_json);
+    let db = open(&args.database).await?;
+    let listener = tokio::net::TcpListener::bind(args.listen).await.with_context(|| format!("binding {}", args.listen))?;
+    let addr = listener.local_addr()?;
+    if let Some(path) = &args.port_file {
+        std::fs::write(path, addr.port().to_string())?;
+    }
+    if args.demo {
+        match demo::load_if_empty(&db).await? {
+            Some(d) => {
+                println!("Demo company {} loaded. Its admin API key (shown once):\n\n  {}\n", d.company_id, d.api_key);
+                println!("Try:\n\n  curl -H 'Authorization: Bearer {}' http://{addr}/api/v1/bays\n", d.api_key);
+            }
+            None => println!("The database already has a company; demo data not loaded (use the key you saved)."),
+        }
+    }
+    tracing::info!(%addr, backend = db.backend(), "autoshop listening; API reference at http://{addr}/docs");
+    server::serve(listener, db, AppConfig::from(&args)).await
+}
+
+fn init_logging(filter: &str, json: bool) {
+    let filter = EnvFilter::try_new(filter).unwrap_or_else(|_| EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    if json { builder.json().init() } else { builder.init() }
+}

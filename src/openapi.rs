@@ -1,0 +1,56 @@
+//! Finishing touches on the OpenAPI document generated from the handlers: the bearer
+//! requirement and the error responses every `/api/v1` route shares, and the problem+json media
+//! type on every error response.
+
+use utoipa::openapi::{
+    OpenApi, Ref, RefOr,
+    content::ContentBuilder,
+    path::Operation,
+    response::{Response, ResponseBuilder},
+    security::SecurityRequirement,
+};
+
+use crate::error::PROBLEM_JSON;
+
+const SHARED_ERRORS: [(&str, &str); 5] = [
+    ("401", "Missing, malformed, unknown or revoked API key"),
+    ("403", "The key's role or shop list does not allow this operation"),
+    ("413", "Request body larger than the limit"),
+    ("500", "Unexpected failure (no internals are disclosed)"),
+    ("503", "Database unavailable or request timed out; retry later"),
+];
+
+fn problem_response(description: &str) -> Response {
+    ResponseBuilder::new()
+        .description(description)
+        .content(PROBLEM_JSON, ContentBuilder::new().schema(Some(Ref::from_schema_name("Problem"))).build())
+        .build()
+}
+
+fn finish_operation(op: &mut Operation) {
+    op.security = Some(vec![SecurityRequirement::new("bearer", Vec::<String>::new())]);
+    for (status, description) in SHARED_ERRORS {
+        op.responses.responses.entry(status.to_owned()).or_insert_with(|| RefOr::T(problem_response(description)));
+    }
+    for (status, response) in op.responses.responses.iter_mut() {
+        let RefOr::T(response) = response else { continue };
+        if status.starts_with('4') || status.starts_with('5') {
+            if let Some(content) = response.content.shift_remove("application/json") {
+                response.content.insert(PROBLEM_JSON.to_owned(), content);
+            }
+        }
+    }
+}
+
+pub fn finish(mut doc: OpenApi) -> OpenApi {
+    for (path, item) in doc.paths.paths.iter_mut() {
+        if !path.starts_with("/api/v1/") {
+            continue;
+        }
+        for op in [&mut item.get, &mut item.put, &mut item.post, &mut item.delete, &mut item.patch].into_iter().flatten() {
+            finish_operation(op);
+        }
+    }
+    doc.info.version = env!("CARGO_PKG_VERSION").to_owned();
+    doc
+}

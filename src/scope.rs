@@ -1,0 +1,71 @@
+//! Which shops a request may touch: the caller's company, narrowed by the key's shop list and
+//! by `filter[shop_id]`.
+
+use crate::{
+    auth::Caller,
+    db::{Db, Query},
+    error::{ApiError, FieldErrors},
+    shops::store as shops,
+};
+
+/// The shops a list query covers.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ShopFilter {
+    /// Every shop of the caller's company.
+    All,
+    Only(Vec<i64>),
+}
+
+impl ShopFilter {
+    /// Appends ` AND <column> IN (...)` when the filter narrows anything.
+    pub fn push_sql(&self, q: &mut Query, column: &str) {
+        if let ShopFilter::Only(ids) = self {
+            if ids.is_empty() {
+                q.push(" AND 1 = 0");
+            } else {
+                q.push(" AND ").push(column).push(" IN ").push_in_list(ids);
+            }
+        }
+    }
+}
+
+/// Resolves `filter[shop_id]`: absent means every shop the key may see; a shop that does not
+/// exist in the company or is outside the key's list answers 404.
+pub async fn shop_filter(db: &Db, caller: &Caller, raw: Option<&str>) -> Result<ShopFilter, ApiError> {
+    let Some(raw) = raw.map(str::trim).filter(|r| !r.is_empty()) else {
+        return Ok(match &caller.shops {
+            None => ShopFilter::All,
+            Some(ids) => ShopFilter::Only(ids.clone()),
+        });
+    };
+    let id: i64 = raw
+        .parse()
+        .map_err(|_| ApiError::invalid("filter[shop_id]", "The filter[shop_id] parameter must be an integer."))?;
+    visible_shop(db, caller, id).await?;
+    Ok(ShopFilter::Only(vec![id]))
+}
+
+/// A shop the caller may see, or 404.
+pub async fn visible_shop(db: &Db, caller: &Caller, shop_id: i64) -> Result<shops::ShopRow, ApiError> {
+    if !caller.can_see_shop(shop_id) {
+        return Err(ApiError::not_found("Shop"));
+    }
+    shops::find(db, caller.company_id, shop_id).await?.ok_or_else(|| ApiError::not_found("Shop"))
+}
+
+/// Checks a `shop_id` given in a request body: unknown or out of scope is a 422 on that field.
+pub async fn body_shop(
+    db: &Db,
+    caller: &Caller,
+    shop_id: Option<i64>,
+    errors: &mut FieldErrors,
+) -> Result<Option<shops::ShopRow>, ApiError> {
+    let Some(id) = shop_id else { return Ok(None) };
+    if caller.can_see_shop(id) {
+        if let Some(shop) = shops::find(db, caller.company_id, id).await? {
+            return Ok(Some(shop));
+        }
+    }
+    errors.add("shop_id", "The selected shop_id is invalid.");
+    Ok(None)
+}

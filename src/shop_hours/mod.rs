@@ -1,0 +1,76 @@
+//! Shop hours: `GET /api/v1/settings/shop_hours` and the admin `PUT` that replaces a week.
+
+pub mod model;
+pub mod store;
+
+use std::collections::HashMap;
+
+use axum::{Json, extract::State};
+use utoipa_axum::{router::OpenApiRouter, routes};
+
+use crate::{
+    app::AppState,
+    auth::{Caller, Role},
+    db::Db,
+    error::{ApiError, FieldErrors, Problem},
+    extract::{JsonBody, QueryParams},
+    listing::DataList,
+    scope::{self, ShopFilter},
+    shops::store::ShopRow,
+    validate,
+};
+use model::{HoursParams, HoursRecord, WeekInput};
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(get_hours, put_hours))
+}
+
+/// Shop hours: one record per open interval; closed days have none.
+#[utoipa::path(get, path = "/api/v1/settings/shop_hours", tag = "settings", params(HoursParams),
+    responses((status = 200, body = DataList<HoursRecord>), (status = 400, body = Problem), (status = 404, body = Problem), (status = 422, body = Problem)))]
+async fn get_hours(State(state): State<AppState>, caller: Caller, params: QueryParams) -> Result<Json<DataList<HoursRecord>>, ApiError> {
+    crate::listing::parse_filters(&params, &["shop_id"])?;
+    let shops = scope::shop_filter(&state.db, &caller, params.get("filter[shop_id]")).await?;
+    let shop_rows = crate::shops::store::list(&state.db, caller.company_id, &shops).await?;
+    let mut by_shop = records_by_shop(&state.db, caller.company_id, &shops, &shop_rows).await?;
+    let data = shop_rows.iter().flat_map(|s| by_shop.remove(&s.id).unwrap_or_default()).collect();
+    Ok(Json(DataList { data }))
+}
+
+/// Replace a shop's week (admin). A rejected request leaves the old week in place.
+#[utoipa::path(put, path = "/api/v1/settings/shop_hours", tag = "settings", request_body = WeekInput,
+    responses((status = 200, body = DataList<HoursRecord>), (status = 422, body = Problem)))]
+async fn put_hours(State(state): State<AppState>, caller: Caller, JsonBody(input): JsonBody<WeekInput>) -> Result<Json<DataList<HoursRecord>>, ApiError> {
+    caller.require(Role::Admin)?;
+    let mut errors = FieldErrors::default();
+    let shop_id = validate::required(&mut errors, "shop_id", input.shop_id);
+    let shop = scope::body_shop(&state.db, &caller, shop_id, &mut errors).await?;
+    let hours = validate::required(&mut errors, "hours", input.hours).unwrap_or_default();
+    let week = model::validate_week(hours, &mut errors);
+    errors.into_result()?;
+    let shop = shop.ok_or_else(|| ApiError::Internal("validated shop missing".into()))?;
+    store::replace_week(&state.db, caller.company_id, shop.id, &week).await?;
+    let now = chrono::Utc::now();
+    let data = week.iter().map(|(day, open, close)| HoursRecord::new(shop.id, shop.tz(), *day, *open, *close, now)).collect();
+    Ok(Json(DataList { data }))
+}
+
+/// Hours records of the given shops, grouped by shop (one query for all of them).
+pub async fn records_by_shop(
+    db: &Db,
+    company_id: i64,
+    shops: &ShopFilter,
+    shop_rows: &[ShopRow],
+) -> Result<HashMap<i64, Vec<HoursRecord>>, ApiError> {
+    let zones: HashMap<i64, chrono_tz::Tz> = shop_rows.iter().map(|s| (s.id, s.tz())).collect();
+    let now = chrono::Utc::now();
+    let mut grouped: HashMap<i64, Vec<HoursRecord>> = HashMap::new();
+    for row in store::for_shops(db, company_id, shops).await? {
+        let tz = zones.get(&row.shop_id).copied().unwrap_or(chrono_tz::UTC);
+        grouped
+            .entry(row.shop_id)
+            .or_default()
+            .push(HoursRecord::new(row.shop_id, tz, row.day, row.open_minute, row.close_minute, now));
+    }
+    Ok(grouped)
+}

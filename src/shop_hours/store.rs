@@ -1,0 +1,42 @@
+use crate::{
+    db::{Db, DbError, Query},
+    scope::ShopFilter,
+};
+
+use super::model::Interval;
+
+#[derive(Debug, sqlx::FromRow)]
+pub struct HoursRow {
+    pub shop_id: i64,
+    pub day: i64,
+    pub open_minute: i64,
+    pub close_minute: i64,
+}
+
+pub async fn for_shops(db: &Db, company_id: i64, shops: &ShopFilter) -> Result<Vec<HoursRow>, DbError> {
+    let mut q = Query::new("SELECT shop_id, day, open_minute, close_minute FROM shop_hours WHERE company_id = $1")
+        .bind(company_id);
+    shops.push_sql(&mut q, "shop_id");
+    q.push(" ORDER BY shop_id, day, open_minute");
+    db.fetch_all(&q).await
+}
+
+/// Replaces a shop's week in one transaction: either the whole new week is stored or nothing
+/// changes.
+pub async fn replace_week(db: &Db, company_id: i64, shop_id: i64, week: &[Interval]) -> Result<(), DbError> {
+    let mut tx = db.begin().await?;
+    tx.execute(&Query::new("DELETE FROM shop_hours WHERE company_id = $1 AND shop_id = $2").bind(company_id).bind(shop_id))
+        .await?;
+    for (day, open, close) in week {
+        let q = Query::new(
+            "INSERT INTO shop_hours (company_id, shop_id, day, open_minute, close_minute) VALUES ($1, $2, $3, $4, $5)",
+        )
+        .bind(company_id)
+        .bind(shop_id)
+        .bind(*day)
+        .bind(*open)
+        .bind(*close);
+        tx.execute(&q).await?;
+    }
+    tx.commit().await
+}

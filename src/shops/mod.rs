@@ -1,0 +1,155 @@
+//! Shops: `GET /api/v1/settings/shop_info` and the admin routes under `/api/v1/shops`.
+
+pub mod model;
+pub mod store;
+
+use std::collections::HashMap;
+
+use axum::{
+    Json,
+    extract::{Path, State},
+    response::Response,
+};
+use utoipa::IntoParams;
+use utoipa_axum::{router::OpenApiRouter, routes};
+
+use crate::{
+    app::AppState,
+    auth::{Caller, Role},
+    bays::{model::Bay, store as bays},
+    error::{ApiError, Problem},
+    extract::{JsonBody, QueryParams, path_id},
+    listing::{DataList, parse_filters},
+    respond::created,
+    scope,
+    shop_hours,
+    sources::{model::Source, store as sources},
+};
+use model::{ShopFields, ShopInfo, ShopInput};
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(shop_info))
+        .routes(routes!(create_shop))
+        .routes(routes!(get_shop, update_shop))
+}
+
+const EMBEDS: [&str; 3] = ["hours", "bays", "sources"];
+
+/// Query parameters of `GET /api/v1/settings/shop_info`.
+#[derive(IntoParams)]
+#[into_params(parameter_in = Query)]
+#[allow(dead_code)]
+struct ShopInfoParams {
+    /// One shop; omitted means every shop of the company the key may see.
+    #[param(rename = "filter[shop_id]")]
+    filter_shop_id: Option<i64>,
+    /// Lists to embed in each shop: `hours`, `bays`, `sources` (each at most once).
+    #[param(rename = "with[]", explode = true)]
+    with: Option<Vec<String>>,
+}
+
+/// Shop information, optionally with its hours, bays and sources.
+#[utoipa::path(get, path = "/api/v1/settings/shop_info", tag = "settings", params(ShopInfoParams),
+    responses((status = 200, body = DataList<ShopInfo>), (status = 400, body = Problem), (status = 404, body = Problem), (status = 422, body = Problem)))]
+async fn shop_info(State(state): State<AppState>, caller: Caller, params: QueryParams) -> Result<Json<DataList<ShopInfo>>, ApiError> {
+    parse_filters(&params, &["shop_id"])?;
+    let embeds = parse_with(&params)?;
+    let shops = scope::shop_filter(&state.db, &caller, params.get("filter[shop_id]")).await?;
+    let rows = store::list(&state.db, caller.company_id, &shops).await?;
+    let mut data: Vec<ShopInfo> = Vec::with_capacity(rows.len());
+    let mut hours = if embeds.contains(&"hours") {
+        Some(shop_hours::records_by_shop(&state.db, caller.company_id, &shops, &rows).await?)
+    } else {
+        None
+    };
+    let mut bays = if embeds.contains(&"bays") { Some(group(bays::for_shops(&state.db, caller.company_id, &shops).await?, |b| b.shop_id, Bay::from)) } else { None };
+    let mut sources = if embeds.contains(&"sources") {
+        Some(group(sources::for_shops(&state.db, caller.company_id, &shops).await?, |s| s.shop_id, Source::from))
+    } else {
+        None
+    };
+    for row in rows {
+        let id = row.id;
+        let mut info = ShopInfo::from(row);
+        info.hours = hours.as_mut().map(|h| h.remove(&id).unwrap_or_default());
+        info.bays = bays.as_mut().map(|b| b.remove(&id).unwrap_or_default());
+        info.sources = sources.as_mut().map(|s| s.remove(&id).unwrap_or_default());
+        data.push(info);
+    }
+    Ok(Json(DataList { data }))
+}
+
+fn group<R, T>(rows: Vec<R>, key: impl Fn(&R) -> i64, to: impl Fn(R) -> T) -> HashMap<i64, Vec<T>> {
+    let mut out: HashMap<i64, Vec<T>> = HashMap::new();
+    for row in rows {
+        out.entry(key(&row)).or_default().push(to(row));
+    }
+    out
+}
+
+/// `with[]` values (also accepted as `with[0]`, `with[1]`, ...): unknown is 400, repeated 422.
+fn parse_with(params: &QueryParams) -> Result<Vec<&'static str>, ApiError> {
+    let mut embeds = Vec::new();
+    for (key, value) in &params.0 {
+        let is_with = key == "with" || key.strip_prefix("with[").and_then(|k| k.strip_suffix(']')).is_some_and(|i| i.is_empty() || i.parse::<u32>().is_ok());
+        if !is_with {
+            continue;
+        }
+        for item in value.split(',').map(str::trim).filter(|v| !v.is_empty()) {
+            let Some(known) = EMBEDS.iter().find(|e| **e == item) else {
+                return Err(ApiError::BadRequest(format!("Unknown with[] value `{item}`. Allowed values: hours, bays, sources.")));
+            };
+            if embeds.contains(known) {
+                return Err(ApiError::invalid("with[]", format!("The with[] value `{item}` is given more than once.")));
+            }
+            embeds.push(*known);
+        }
+    }
+    Ok(embeds)
+}
+
+/// Get one shop.
+#[utoipa::path(get, path = "/api/v1/shops/{id}", tag = "shops", params(("id" = i64, Path)),
+    responses((status = 200, body = ShopInfo), (status = 404, body = Problem)))]
+async fn get_shop(State(state): State<AppState>, caller: Caller, Path(id): Path<String>) -> Result<Json<ShopInfo>, ApiError> {
+    let shop = scope::visible_shop(&state.db, &caller, path_id(&id, "Shop")?).await?;
+    Ok(Json(shop.into()))
+}
+
+/// Create a shop (admin key without a shop list). It starts with one source per appointment
+/// source value, no bays and no hours.
+#[utoipa::path(post, path = "/api/v1/shops", tag = "shops", request_body = ShopInput,
+    responses((status = 201, body = ShopInfo), (status = 422, body = Problem)))]
+async fn create_shop(State(state): State<AppState>, caller: Caller, JsonBody(input): JsonBody<ShopInput>) -> Result<Response, ApiError> {
+    caller.require_company_admin()?;
+    let fields = input.into_fields(None).map_err(ApiError::Validation)?;
+    let shop = create(&state.db, caller.company_id, &fields).await?;
+    Ok(created(format!("/api/v1/shops/{}", shop.id), ShopInfo::from(shop)))
+}
+
+/// Creates a shop with its default sources, atomically.
+pub async fn create(db: &crate::db::Db, company_id: i64, fields: &ShopFields) -> Result<store::ShopRow, ApiError> {
+    let mut tx = db.begin().await?;
+    let shop = store::insert(&mut tx, company_id, fields).await?;
+    sources::insert_defaults(&mut tx, company_id, shop.id).await?;
+    tx.commit().await?;
+    Ok(shop)
+}
+
+/// Update a shop (admin). Omitted fields keep their value.
+#[utoipa::path(put, path = "/api/v1/shops/{id}", tag = "shops", params(("id" = i64, Path)), request_body = ShopInput,
+    responses((status = 200, body = ShopInfo), (status = 404, body = Problem), (status = 422, body = Problem)))]
+async fn update_shop(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    JsonBody(input): JsonBody<ShopInput>,
+) -> Result<Json<ShopInfo>, ApiError> {
+    caller.require(Role::Admin)?;
+    let current = scope::visible_shop(&state.db, &caller, path_id(&id, "Shop")?).await?;
+    let fields = input.into_fields(Some(ShopFields::from_row(&current))).map_err(ApiError::Validation)?;
+    let shop = store::update(&state.db, caller.company_id, current.id, &fields).await?.ok_or_else(|| ApiError::not_found("Shop"))?;
+    Ok(Json(shop.into()))
+}
+

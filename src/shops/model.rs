@@ -1,0 +1,147 @@
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use crate::{
+    bays::model::Bay,
+    error::FieldErrors,
+    shop_hours::model::HoursRecord,
+    sources::model::Source,
+    validate,
+};
+
+use super::store::ShopRow;
+
+/// Body of `POST /api/v1/shops` and `PUT /api/v1/shops/{id}`. On PUT, omitted fields keep their
+/// value.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+pub struct ShopInput {
+    /// Required on create.
+    pub name: Option<String>,
+    pub address: Option<String>,
+    pub city: Option<String>,
+    pub state: Option<String>,
+    pub zip: Option<String>,
+    pub phone: Option<String>,
+    pub email: Option<String>,
+    pub website: Option<String>,
+    /// IANA time zone name, e.g. `America/Chicago`. Default `UTC`.
+    pub timezone: Option<String>,
+}
+
+/// A shop's editable fields, complete and validated.
+#[derive(Debug, Clone)]
+pub struct ShopFields {
+    pub name: String,
+    pub address: String,
+    pub city: String,
+    pub state: String,
+    pub zip: String,
+    pub phone: String,
+    pub email: String,
+    pub website: String,
+    pub timezone: String,
+}
+
+impl ShopFields {
+    pub fn from_row(row: &ShopRow) -> Self {
+        ShopFields {
+            name: row.name.clone(),
+            address: row.address.clone(),
+            city: row.city.clone(),
+            state: row.state.clone(),
+            zip: row.zip.clone(),
+            phone: row.phone.clone(),
+            email: row.email.clone(),
+            website: row.website.clone(),
+            timezone: row.timezone.clone(),
+        }
+    }
+}
+
+impl ShopInput {
+    /// Applies the input over `base` (the stored shop on update, `None` on create) and validates.
+    pub fn into_fields(self, base: Option<ShopFields>) -> Result<ShopFields, FieldErrors> {
+        let mut errors = FieldErrors::default();
+        let creating = base.is_none();
+        let base = base.unwrap_or_else(|| ShopFields {
+            name: String::new(),
+            address: String::new(),
+            city: String::new(),
+            state: String::new(),
+            zip: String::new(),
+            phone: String::new(),
+            email: String::new(),
+            website: String::new(),
+            timezone: "UTC".into(),
+        });
+        let name = match self.name {
+            Some(n) => validate::required_text(&mut errors, "name", Some(n)).unwrap_or_default(),
+            None if creating => validate::required_text(&mut errors, "name", None).unwrap_or_default(),
+            None => base.name,
+        };
+        let fields = ShopFields {
+            name: name.trim().to_owned(),
+            address: self.address.unwrap_or(base.address),
+            city: self.city.unwrap_or(base.city),
+            state: self.state.unwrap_or(base.state),
+            zip: self.zip.unwrap_or(base.zip),
+            phone: self.phone.unwrap_or(base.phone),
+            email: self.email.unwrap_or(base.email).trim().to_owned(),
+            website: self.website.unwrap_or(base.website),
+            timezone: self.timezone.unwrap_or(base.timezone),
+        };
+        validate::max_len(&mut errors, "name", &fields.name, 255);
+        validate::email(&mut errors, "email", &fields.email);
+        if crate::time::parse_timezone(&fields.timezone).is_none() {
+            errors.add("timezone", "The timezone field must be a valid IANA time zone name.");
+        }
+        if errors.is_empty() { Ok(fields) } else { Err(errors) }
+    }
+}
+
+/// A shop as `GET /api/v1/settings/shop_info` and the shop admin routes return it.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ShopInfo {
+    pub shop_id: i64,
+    pub company_id: i64,
+    pub name: String,
+    pub address: String,
+    pub city: String,
+    pub state: String,
+    pub zip: String,
+    pub phone: String,
+    pub email: String,
+    pub website: String,
+    /// IANA time zone of the shop; appointment times are local to it.
+    pub timezone: String,
+    /// Present with `with[]=hours`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hours: Option<Vec<HoursRecord>>,
+    /// Present with `with[]=bays` (inactive bays included).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bays: Option<Vec<Bay>>,
+    /// Present with `with[]=sources` (inactive sources included).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sources: Option<Vec<Source>>,
+}
+
+impl From<ShopRow> for ShopInfo {
+    fn from(row: ShopRow) -> Self {
+        ShopInfo {
+            shop_id: row.id,
+            company_id: row.company_id,
+            name: row.name,
+            address: row.address,
+            city: row.city,
+            state: row.state,
+            zip: row.zip,
+            phone: row.phone,
+            email: row.email,
+            website: row.website,
+            timezone: row.timezone,
+            hours: None,
+            bays: None,
+            sources: None,
+        }
+    }
+}

@@ -1,0 +1,84 @@
+use crate::{
+    db::{Db, DbError, Query, Tx, now_micros},
+    scope::ShopFilter,
+};
+
+use super::model::ShopFields;
+
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct ShopRow {
+    pub id: i64,
+    pub company_id: i64,
+    pub name: String,
+    pub address: String,
+    pub city: String,
+    pub state: String,
+    pub zip: String,
+    pub phone: String,
+    pub email: String,
+    pub website: String,
+    pub timezone: String,
+}
+
+impl ShopRow {
+    pub fn tz(&self) -> chrono_tz::Tz {
+        crate::time::parse_timezone(&self.timezone).unwrap_or(chrono_tz::UTC)
+    }
+}
+
+const COLUMNS: &str = "id, company_id, name, address, city, state, zip, phone, email, website, timezone";
+
+pub async fn find(db: &Db, company_id: i64, id: i64) -> Result<Option<ShopRow>, DbError> {
+    let q = Query::new(format!("SELECT {COLUMNS} FROM shops WHERE company_id = $1 AND id = $2"))
+        .bind(company_id)
+        .bind(id);
+    db.fetch_optional(&q).await
+}
+
+pub async fn list(db: &Db, company_id: i64, shops: &ShopFilter) -> Result<Vec<ShopRow>, DbError> {
+    let mut q = Query::new(format!("SELECT {COLUMNS} FROM shops WHERE company_id = $1")).bind(company_id);
+    shops.push_sql(&mut q, "id");
+    q.push(" ORDER BY id");
+    db.fetch_all(&q).await
+}
+
+/// Inserts a shop inside a transaction (its default sources go in the same one).
+pub async fn insert(tx: &mut Tx, company_id: i64, f: &ShopFields) -> Result<ShopRow, DbError> {
+    let now = now_micros();
+    let q = Query::new(format!(
+        "INSERT INTO shops (company_id, name, address, city, state, zip, phone, email, website, timezone, created_at, updated_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11) RETURNING {COLUMNS}"
+    ))
+    .bind(company_id)
+    .bind(&f.name)
+    .bind(&f.address)
+    .bind(&f.city)
+    .bind(&f.state)
+    .bind(&f.zip)
+    .bind(&f.phone)
+    .bind(&f.email)
+    .bind(&f.website)
+    .bind(&f.timezone)
+    .bind(now);
+    tx.fetch_optional(&q).await?.ok_or(DbError::Other(sqlx::Error::RowNotFound))
+}
+
+pub async fn update(db: &Db, company_id: i64, id: i64, f: &ShopFields) -> Result<Option<ShopRow>, DbError> {
+    let q = Query::new(format!(
+        "UPDATE shops SET name = $3, address = $4, city = $5, state = $6, zip = $7, phone = $8, email = $9, \
+         website = $10, timezone = $11, updated_at = $12 WHERE company_id = $1 AND id = $2 RETURNING {COLUMNS}"
+    ))
+    .bind(company_id)
+    .bind(id)
+    .bind(&f.name)
+    .bind(&f.address)
+    .bind(&f.city)
+    .bind(&f.state)
+    .bind(&f.zip)
+    .bind(&f.phone)
+    .bind(&f.email)
+    .bind(&f.website)
+    .bind(&f.timezone)
+    .bind(now_micros());
+    db.write_fetch_optional(&q).await
+}

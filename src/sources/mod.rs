@@ -1,0 +1,111 @@
+//! Appointment sources: `GET /api/v1/settings/sources` and the admin writes.
+
+pub mod model;
+pub mod store;
+
+use axum::{
+    Json,
+    extract::{Path, State},
+    response::Response,
+};
+use utoipa_axum::{router::OpenApiRouter, routes};
+
+use crate::{
+    app::AppState,
+    auth::{Caller, Role},
+    error::{ApiError, FieldErrors, Problem},
+    extract::{JsonBody, parse_bool, path_id},
+    listing::{ListQuery, ListSpec, Page, RequestUrl},
+    respond::{created, unique_as_invalid},
+    scope, validate,
+};
+use model::{Source, SourceInput, SourceListParams};
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(list_sources, create_source)).routes(routes!(get_source, update_source))
+}
+
+const LIST: ListSpec = ListSpec { sorts: &[("name", "name_key")], filters: &["shop_id", "active"] };
+
+/// List a shop's appointment sources.
+#[utoipa::path(get, path = "/api/v1/settings/sources", tag = "settings", params(SourceListParams),
+    responses((status = 200, body = Page<Source>), (status = 400, body = Problem), (status = 404, body = Problem), (status = 422, body = Problem)))]
+async fn list_sources(State(state): State<AppState>, caller: Caller, url: RequestUrl) -> Result<Json<Page<Source>>, ApiError> {
+    let list = ListQuery::parse(&url.params, &LIST)?;
+    let Some(raw_shop) = list.filter("shop_id").filter(|s| !s.trim().is_empty()) else {
+        return Err(ApiError::invalid("filter[shop_id]", "The filter[shop_id] parameter is required."));
+    };
+    let shop_id: i64 = raw_shop
+        .trim()
+        .parse()
+        .map_err(|_| ApiError::invalid("filter[shop_id]", "The filter[shop_id] parameter must be an integer."))?;
+    scope::visible_shop(&state.db, &caller, shop_id).await?;
+    let active = match list.filter("active") {
+        None => true,
+        Some(v) => parse_bool(v)
+            .ok_or_else(|| ApiError::invalid("filter[active]", "The filter[active] parameter must be true, false, 1 or 0."))?,
+    };
+    let (rows, total) = store::list(&state.db, caller.company_id, shop_id, active, &list).await?;
+    Ok(Json(list.into_page(&url, rows.into_iter().map(Source::from).collect(), total)))
+}
+
+/// Get one source.
+#[utoipa::path(get, path = "/api/v1/settings/sources/{id}", tag = "settings", params(("id" = i64, Path)),
+    responses((status = 200, body = Source), (status = 404, body = Problem)))]
+async fn get_source(State(state): State<AppState>, caller: Caller, Path(id): Path<String>) -> Result<Json<Source>, ApiError> {
+    Ok(Json(visible_source(&state, &caller, &id).await?.into()))
+}
+
+/// Create a source (admin).
+#[utoipa::path(post, path = "/api/v1/settings/sources", tag = "settings", request_body = SourceInput,
+    responses((status = 201, body = Source), (status = 422, body = Problem)))]
+async fn create_source(State(state): State<AppState>, caller: Caller, JsonBody(input): JsonBody<SourceInput>) -> Result<Response, ApiError> {
+    caller.require(Role::Admin)?;
+    let mut errors = FieldErrors::default();
+    let shop_id = validate::required(&mut errors, "shop_id", input.shop_id);
+    scope::body_shop(&state.db, &caller, shop_id, &mut errors).await?;
+    let name = validate::required_text(&mut errors, "name", input.name).unwrap_or_default();
+    validate::max_len(&mut errors, "name", &name, 100);
+    errors.into_result()?;
+    let row = store::insert(&state.db, caller.company_id, shop_id.unwrap_or_default(), name.trim(), input.active.unwrap_or(true))
+        .await
+        .map_err(unique_as_invalid("name"))?;
+    Ok(created(format!("/api/v1/settings/sources/{}", row.id), Source::from(row)))
+}
+
+/// Update a source (admin). Omitted fields keep their value.
+#[utoipa::path(put, path = "/api/v1/settings/sources/{id}", tag = "settings", params(("id" = i64, Path)), request_body = SourceInput,
+    responses((status = 200, body = Source), (status = 404, body = Problem), (status = 422, body = Problem)))]
+async fn update_source(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    JsonBody(input): JsonBody<SourceInput>,
+) -> Result<Json<Source>, ApiError> {
+    caller.require(Role::Admin)?;
+    let current = visible_source(&state, &caller, &id).await?;
+    let mut errors = FieldErrors::default();
+    if input.shop_id.is_some() {
+        scope::body_shop(&state.db, &caller, input.shop_id, &mut errors).await?;
+    }
+    let name = match input.name {
+        Some(n) => validate::required_text(&mut errors, "name", Some(n)).unwrap_or_default(),
+        None => current.name,
+    };
+    validate::max_len(&mut errors, "name", &name, 100);
+    errors.into_result()?;
+    let shop_id = input.shop_id.unwrap_or(current.shop_id);
+    let row = store::update(&state.db, caller.company_id, current.id, shop_id, name.trim(), input.active.unwrap_or(current.active))
+        .await
+        .map_err(unique_as_invalid("name"))?
+        .ok_or_else(|| ApiError::not_found("Source"))?;
+    Ok(Json(row.into()))
+}
+
+async fn visible_source(state: &AppState, caller: &Caller, raw_id: &str) -> Result<store::SourceRow, ApiError> {
+    let id = path_id(raw_id, "Source")?;
+    store::find(&state.db, caller.company_id, id)
+        .await?
+        .filter(|s| caller.can_see_shop(s.shop_id))
+        .ok_or_else(|| ApiError::not_found("Source"))
+}

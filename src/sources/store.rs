@@ -1,0 +1,93 @@
+use crate::{
+    db::{Db, DbError, Query, Tx, now_micros},
+    listing::{ListQuery, fetch_page},
+    scope::ShopFilter,
+};
+
+#[derive(Debug, sqlx::FromRow)]
+pub struct SourceRow {
+    pub id: i64,
+    pub shop_id: i64,
+    pub name: String,
+    pub active: bool,
+}
+
+const COLUMNS: &str = "id, shop_id, name, active";
+
+pub async fn list(
+    db: &Db,
+    company_id: i64,
+    shop_id: i64,
+    active: bool,
+    list: &ListQuery,
+) -> Result<(Vec<SourceRow>, i64), DbError> {
+    let q = Query::new("FROM sources WHERE company_id = $1 AND shop_id = $2 AND active = $3")
+        .bind(company_id)
+        .bind(shop_id)
+        .bind(active);
+    fetch_page(db, COLUMNS, &q, list, "id").await
+}
+
+/// Every source of the given shops, for `with[]=sources` on shop info.
+pub async fn for_shops(db: &Db, company_id: i64, shops: &ShopFilter) -> Result<Vec<SourceRow>, DbError> {
+    let mut q = Query::new(format!("SELECT {COLUMNS} FROM sources WHERE company_id = $1")).bind(company_id);
+    shops.push_sql(&mut q, "shop_id");
+    q.push(" ORDER BY shop_id, id");
+    db.fetch_all(&q).await
+}
+
+pub async fn find(db: &Db, company_id: i64, id: i64) -> Result<Option<SourceRow>, DbError> {
+    let q = Query::new(format!("SELECT {COLUMNS} FROM sources WHERE company_id = $1 AND id = $2"))
+        .bind(company_id)
+        .bind(id);
+    db.fetch_optional(&q).await
+}
+
+fn insert_query(company_id: i64, shop_id: i64, name: &str, active: bool) -> Query {
+    Query::new(format!(
+        "INSERT INTO sources (company_id, shop_id, name, name_key, active, created_at, updated_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $6) RETURNING {COLUMNS}"
+    ))
+    .bind(company_id)
+    .bind(shop_id)
+    .bind(name)
+    .bind(name.to_lowercase())
+    .bind(active)
+    .bind(now_micros())
+}
+
+pub async fn insert(db: &Db, company_id: i64, shop_id: i64, name: &str, active: bool) -> Result<SourceRow, DbError> {
+    db.write_fetch_optional(&insert_query(company_id, shop_id, name, active))
+        .await?
+        .ok_or(DbError::Other(sqlx::Error::RowNotFound))
+}
+
+/// A new shop's default sources, inside the transaction that creates the shop.
+pub async fn insert_defaults(tx: &mut Tx, company_id: i64, shop_id: i64) -> Result<(), DbError> {
+    for name in super::model::APPOINTMENT_SOURCES {
+        tx.execute(&insert_query(company_id, shop_id, name, true)).await?;
+    }
+    Ok(())
+}
+
+pub async fn update(
+    db: &Db,
+    company_id: i64,
+    id: i64,
+    shop_id: i64,
+    name: &str,
+    active: bool,
+) -> Result<Option<SourceRow>, DbError> {
+    let q = Query::new(format!(
+        "UPDATE sources SET shop_id = $3, name = $4, name_key = $5, active = $6, updated_at = $7 \
+         WHERE company_id = $1 AND id = $2 RETURNING {COLUMNS}"
+    ))
+    .bind(company_id)
+    .bind(id)
+    .bind(shop_id)
+    .bind(name)
+    .bind(name.to_lowercase())
+    .bind(active)
+    .bind(now_micros());
+    db.write_fetch_optional(&q).await
+}

@@ -1,0 +1,87 @@
+//! Instants on the wire and shop-local time.
+
+use chrono::{DateTime, Duration, LocalResult, NaiveDate, NaiveDateTime, NaiveTime, TimeZone, Utc};
+use chrono_tz::Tz;
+
+/// `2024-07-09T08:35:25.394000Z`: RFC 3339, UTC, six fractional digits (Laravel's format).
+pub fn format_instant(at: DateTime<Utc>) -> String {
+    at.format("%Y-%m-%dT%H:%M:%S%.6fZ").to_string()
+}
+
+pub fn format_micros(micros: i64) -> String {
+    format_instant(DateTime::from_timestamp_micros(micros).unwrap_or_default())
+}
+
+pub fn parse_timezone(name: &str) -> Option<Tz> {
+    name.parse().ok()
+}
+
+/// The UTC instant of a shop-local wall-clock time. A time skipped by a daylight-saving jump
+/// moves forward past the gap; a repeated one takes its first occurrence.
+pub fn local_to_utc(tz: Tz, local: NaiveDateTime) -> DateTime<Utc> {
+    match tz.from_local_datetime(&local) {
+        LocalResult::Single(t) => t.with_timezone(&Utc),
+        LocalResult::Ambiguous(first, _) => first.with_timezone(&Utc),
+        LocalResult::None => {
+            // Gaps are at most a few hours; step forward until the wall clock exists again.
+            let mut probe = local;
+            for _ in 0..(24 * 4) {
+                probe += Duration::minutes(15);
+                if let Some(t) = tz.from_local_datetime(&probe).earliest() {
+                    return t.with_timezone(&Utc);
+                }
+            }
+            Utc.from_utc_datetime(&local)
+        }
+    }
+}
+
+/// The UTC start of a shop-local calendar day.
+pub fn local_day_start(tz: Tz, day: NaiveDate) -> DateTime<Utc> {
+    local_to_utc(tz, day.and_time(NaiveTime::MIN))
+}
+
+/// `HH:MM` -> minutes after midnight (00:00 to 24:00).
+pub fn parse_hh_mm(s: &str) -> Option<i64> {
+    let (h, m) = s.split_once(':')?;
+    if h.len() != 2 || m.len() != 2 {
+        return None;
+    }
+    let (h, m): (i64, i64) = (h.parse().ok()?, m.parse().ok()?);
+    let minutes = h * 60 + m;
+    ((0..24).contains(&h) && (0..60).contains(&m) || minutes == 24 * 60).then_some(minutes)
+}
+
+pub fn format_hh_mm(minutes: i64) -> String {
+    format!("{:02}:{:02}", minutes / 60, minutes % 60)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn instants_have_six_fraction_digits() {
+        assert_eq!(format_micros(1_720_514_125_394_000), "2024-07-09T08:35:25.394000Z");
+        assert_eq!(format_micros(0), "1970-01-01T00:00:00.000000Z");
+    }
+
+    #[test]
+    fn chicago_spring_gap_moves_forward_and_fall_repeat_takes_the_first() {
+        let tz: Tz = "America/Chicago".parse().unwrap();
+        let gap = NaiveDate::from_ymd_opt(2026, 3, 8).unwrap().and_hms_opt(2, 30, 0).unwrap();
+        assert_eq!(format_instant(local_to_utc(tz, gap)), "2026-03-08T08:00:00.000000Z");
+        let repeat = NaiveDate::from_ymd_opt(2026, 11, 1).unwrap().and_hms_opt(1, 30, 0).unwrap();
+        assert_eq!(format_instant(local_to_utc(tz, repeat)), "2026-11-01T06:30:00.000000Z");
+    }
+
+    #[test]
+    fn hh_mm_parsing_is_strict() {
+        assert_eq!(parse_hh_mm("08:30"), Some(510));
+        assert_eq!(parse_hh_mm("24:00"), Some(1440));
+        for bad in ["8:30", "24:01", "12:60", "ab:cd", "0830"] {
+            assert_eq!(parse_hh_mm(bad), None, "{bad}");
+        }
+        assert_eq!(format_hh_mm(510), "08:30");
+    }
+}
