@@ -56,6 +56,8 @@ fn metrics_handle() -> PrometheusHandle {
     modifiers(&BearerAuth),
     components(schemas(Problem)),
     tags(
+        (name = "appointments", description = "Appointments of the company's shops"),
+        (name = "customers", description = "Customers, their ship-to addresses and accounts receivable"),
         (name = "settings", description = "Shop hours, sources and shop information"),
         (name = "bays", description = "Bays (columns) in which appointments are scheduled"),
         (name = "shops", description = "Shop administration"),
@@ -81,6 +83,10 @@ fn api_routes() -> OpenApiRouter<AppState> {
         .merge(crate::sources::router())
         .merge(crate::shop_hours::router())
         .merge(crate::api_keys::router())
+        .merge(crate::appointments::router())
+        .merge(crate::customers::router())
+        .merge(crate::ship_tos::router())
+        .merge(crate::receivables::router())
 }
 
 /// The OpenAPI document, as served at `/api/v1/openapi.json`.

@@ -2,18 +2,22 @@
 
 pub mod api_keys;
 pub mod app;
+pub mod appointments;
 pub mod auth;
 pub mod bays;
 pub mod config;
+pub mod customers;
 pub mod db;
 pub mod demo;
 pub mod error;
 pub mod extract;
 pub mod listing;
 pub mod openapi;
+pub mod receivables;
 pub mod respond;
 pub mod scope;
 pub mod server;
+pub mod ship_tos;
 pub mod shop_hours;
 pub mod shops;
 pub mod sources;

@@ -1,0 +1,126 @@
+use serde_json::json;
+
+use crate::support::{Backend, TestApp};
+
+crate::backend_tests!(
+    lists_bays_with_defaults_filters_and_sorts,
+    paginates_bays_with_links_and_edges,
+    creates_and_updates_bays_with_validation,
+);
+
+async fn lists_bays_with_defaults_filters_and_sorts(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let key = &app.admin_key;
+    let a = app.create_shop(key, "A", "UTC").await;
+    let b = app.create_shop(key, "B", "UTC").await;
+    let b1 = app.create_bay(key, a, "Lift", 2).await;
+    let b2 = app.create_bay(key, a, "alignment", 1).await;
+    let b3 = app.create_bay(key, b, "Bay Z", 0).await;
+    let r = app.put(key, &format!("/api/v1/bays/{b3}"), json!({"active": false})).await;
+    assert_eq!(r.ok()["active"], false);
+
+    // Default: active only, id ascending, page size 10.
+    let r = app.get(key, "/api/v1/bays").await;
+    assert_eq!(r.ids("id"), vec![b1, b2]);
+    assert_eq!(r.body["meta"]["per_page"], 10);
+    assert_eq!(r.body["data"][0], json!({"id": b1, "shop_id": a, "title": "Lift", "order": 2, "active": true}));
+
+    for (filter, want) in [("false", vec![b3]), ("true", vec![b1, b2]), ("0", vec![b3]), ("null", vec![b1, b2, b3]), ("all", vec![b1, b2, b3]), ("", vec![b1, b2, b3])] {
+        let r = app.get(key, &format!("/api/v1/bays?filter%5Bactive%5D={filter}")).await;
+        assert_eq!(r.ids("id"), want, "filter[active]={filter}");
+    }
+    app.get(key, "/api/v1/bays?filter[active]=maybe").await.invalid("filter[active]");
+
+    let r = app.get(key, &format!("/api/v1/bays?filter[shop_id]={b}&filter[active]=all")).await;
+    assert_eq!(r.ids("id"), vec![b3]);
+
+    // Sorting: case-insensitive title, order, descending, several fields, id tie-break.
+    assert_eq!(app.get(key, "/api/v1/bays?sort=title").await.ids("id"), vec![b2, b1]);
+    assert_eq!(app.get(key, "/api/v1/bays?sort=-title").await.ids("id"), vec![b1, b2]);
+    assert_eq!(app.get(key, "/api/v1/bays?sort=order").await.ids("id"), vec![b2, b1]);
+    assert_eq!(app.get(key, "/api/v1/bays?sort=-order&filter[active]=all").await.ids("id"), vec![b1, b2, b3]);
+    let b4 = app.create_bay(key, b, "Extra", 1).await;
+    assert_eq!(app.get(key, "/api/v1/bays?sort=order,-title").await.ids("id"), vec![b4, b2, b1]);
+
+    let r = app.get(key, "/api/v1/bays?sort=color").await;
+    let detail = r.problem(400)["detail"].as_str().unwrap().to_owned();
+    assert!(detail.contains("title") && detail.contains("order"), "{detail}");
+    let r = app.get(key, "/api/v1/bays?filter[color]=red").await;
+    assert!(r.problem(400)["detail"].as_str().unwrap().contains("filter[shop_id]"));
+}
+
+async fn paginates_bays_with_links_and_edges(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let key = &app.admin_key;
+    let shop = app.create_shop(key, "A", "UTC").await;
+    let mut ids = Vec::new();
+    for i in 0..7 {
+        ids.push(app.create_bay(key, shop, &format!("Bay {i}"), 0).await);
+    }
+    let r = app.get(key, "/api/v1/bays?pageSize=3&page=2&sort=order").await;
+    assert_eq!(r.ids("id"), ids[3..6].to_vec());
+    let meta = &r.body["meta"];
+    assert_eq!((meta["current_page"].as_i64(), meta["from"].as_i64(), meta["to"].as_i64()), (Some(2), Some(4), Some(6)));
+    assert_eq!((meta["last_page"].as_i64(), meta["total"].as_i64(), meta["per_page"].as_i64()), (Some(3), Some(7), Some(3)));
+    assert_eq!(meta["path"], format!("{}/api/v1/bays", app.base));
+    let links = &r.body["links"];
+    assert_eq!(links["next"], format!("{}/api/v1/bays?pageSize=3&sort=order&page=3", app.base));
+    assert_eq!(links["prev"], format!("{}/api/v1/bays?pageSize=3&sort=order&page=1", app.base));
+    assert_eq!(links["first"], format!("{}/api/v1/bays?pageSize=3&sort=order&page=1", app.base));
+    assert_eq!(links["last"], format!("{}/api/v1/bays?pageSize=3&sort=order&page=3", app.base));
+
+    // Last page: short, no next. Walking every page visits every id once.
+    let r = app.get(key, "/api/v1/bays?pageSize=3&page=3").await;
+    assert_eq!(r.ids("id"), vec![ids[6]]);
+    assert!(r.body["links"]["next"].is_null());
+    assert_eq!(r.body["meta"]["total"], 7);
+
+    // Past the end: 200, empty, from/to null, last_page still computed.
+    let r = app.get(key, "/api/v1/bays?pageSize=3&page=9").await;
+    assert_eq!(r.status, 200);
+    assert_eq!(r.ids("id"), Vec::<i64>::new());
+    assert!(r.body["meta"]["from"].is_null() && r.body["meta"]["to"].is_null());
+    assert_eq!((r.body["meta"]["current_page"].as_i64(), r.body["meta"]["last_page"].as_i64()), (Some(9), Some(3)));
+
+    // Page size bounds.
+    assert_eq!(app.get(key, "/api/v1/bays?pageSize=100").await.ids("id").len(), 7);
+    for bad in ["pageSize=0", "pageSize=101", "pageSize=abc"] {
+        app.get(key, &format!("/api/v1/bays?{bad}")).await.invalid("pageSize");
+    }
+    for bad in ["page=0", "page=-1", "page=x"] {
+        app.get(key, &format!("/api/v1/bays?{bad}")).await.invalid("page");
+    }
+
+    // An empty list has one (empty) page.
+    let r = app.get(key, "/api/v1/bays?filter[active]=false").await;
+    assert_eq!((r.body["meta"]["total"].as_i64(), r.body["meta"]["last_page"].as_i64()), (Some(0), Some(1)));
+}
+
+async fn creates_and_updates_bays_with_validation(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let key = &app.admin_key;
+    let shop = app.create_shop(key, "A", "UTC").await;
+    let r = app.post(key, "/api/v1/bays", json!({"shop_id": shop, "title": "Lift 1"})).await;
+    assert_eq!(r.status, 201);
+    let id = r.body["id"].as_i64().unwrap();
+    assert_eq!(r.header("location"), Some(format!("/api/v1/bays/{id}").as_str()));
+    assert_eq!(r.body, json!({"id": id, "shop_id": shop, "title": "Lift 1", "order": 0, "active": true}));
+    assert_eq!(app.get(key, &format!("/api/v1/bays/{id}")).await.body, r.body);
+
+    app.post(key, "/api/v1/bays", json!({"shop_id": shop, "title": "LIFT 1"})).await.invalid("title");
+    let r = app.post(key, "/api/v1/bays", json!({})).await;
+    r.invalid("shop_id");
+    r.invalid("title");
+    app.post(key, "/api/v1/bays", json!({"shop_id": 999_999, "title": "x"})).await.invalid("shop_id");
+    app.post(key, "/api/v1/bays", json!({"shop_id": shop, "title": 5})).await.invalid("title");
+
+    // PUT keeps omitted fields.
+    let r = app.put(key, &format!("/api/v1/bays/{id}"), json!({"order": 4})).await;
+    assert_eq!(r.ok(), &json!({"id": id, "shop_id": shop, "title": "Lift 1", "order": 4, "active": true}));
+    let other = app.create_bay(key, shop, "Lift 2", 0).await;
+    app.put(key, &format!("/api/v1/bays/{other}"), json!({"title": "lift 1"})).await.invalid("title");
+    app.put(key, "/api/v1/bays/999999", json!({"order": 1})).await.problem(404);
+    app.put(key, "/api/v1/bays/abc", json!({"order": 1})).await.problem(404);
+    // The failed update changed nothing.
+    assert_eq!(app.get(key, &format!("/api/v1/bays/{other}")).await.body["title"], "Lift 2");
+}

@@ -1,0 +1,14 @@
+//! HTTP tests: every behaviour driven through the real router on SQLite and PostgreSQL.
+
+mod support;
+
+mod api_keys;
+mod appointments;
+mod bays;
+mod customers;
+mod errors;
+mod receivables;
+mod settings;
+mod ship_tos;
+mod shops;
+mod tenancy;

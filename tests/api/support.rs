@@ -1,0 +1,250 @@
+//! The test harness: each test starts the real router on a real database and speaks HTTP.
+//!
+//! SQLite tests get a fresh database file each. PostgreSQL tests share one fresh database per
+//! run (created from `AUTOSHOP_TEST_POSTGRES_URL`); they stay independent because every test
+//! works in companies of its own, which is exactly the isolation the product guarantees.
+
+use std::{
+    path::PathBuf,
+    sync::atomic::{AtomicU64, Ordering},
+    time::{SystemTime, UNIX_EPOCH},
+};
+
+use autoshop::{
+    api_keys::store as keys,
+    app,
+    config::AppConfig,
+    db::{Db, DbConfig, Query},
+};
+use reqwest::{Method, StatusCode, header::HeaderMap};
+use serde_json::{Value, json};
+use tokio::sync::OnceCell;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+/// Runs each listed `async fn name(backend: Backend)` of the calling module on both backends.
+/// Without `AUTOSHOP_TEST_POSTGRES_URL` at build time the PostgreSQL copies are reported as
+/// ignored, never silently passed.
+#[macro_export]
+macro_rules! backend_tests {
+    ($($name:ident),* $(,)?) => {
+        mod sqlite {
+            $(
+                #[tokio::test]
+                async fn $name() {
+                    super::$name($crate::support::Backend::Sqlite).await
+                }
+            )*
+        }
+        mod postgres {
+            $(
+                #[tokio::test]
+                #[cfg_attr(not(autoshop_pg), ignore = "set AUTOSHOP_TEST_POSTGRES_URL to run the PostgreSQL tests")]
+                async fn $name() {
+                    super::$name($crate::support::Backend::Postgres).await
+                }
+            )*
+        }
+    };
+}
+
+pub struct TestApp {
+    pub base: String,
+    pub db: Db,
+    pub client: reqwest::Client,
+    /// The first company of the test and its admin key.
+    pub company_id: i64,
+    pub admin_key: String,
+    sqlite_file: Option<PathBuf>,
+}
+
+impl Drop for TestApp {
+    fn drop(&mut self) {
+        if let Some(path) = &self.sqlite_file {
+            for suffix in ["", "-wal", "-shm"] {
+                let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
+            }
+        }
+    }
+}
+
+/// A response, with its JSON body parsed (null when the body is empty).
+#[derive(Debug)]
+pub struct Resp {
+    pub status: StatusCode,
+    pub headers: HeaderMap,
+    pub body: Value,
+}
+
+impl Resp {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+
+    /// Asserts a problem+json error with this status and returns its body.
+    #[track_caller]
+    pub fn problem(&self, status: u16) -> &Value {
+        assert_eq!(self.status.as_u16(), status, "body: {}", self.body);
+        assert_eq!(self.header("content-type"), Some("application/problem+json"), "body: {}", self.body);
+        assert_eq!(self.body["status"], status);
+        assert!(self.body["title"].is_string() && self.body["detail"].is_string(), "{}", self.body);
+        &self.body
+    }
+
+    /// Asserts a 422 whose `errors` map has `field`.
+    #[track_caller]
+    pub fn invalid(&self, field: &str) -> &Value {
+        let body = self.problem(422);
+        assert!(body["errors"][field].is_array(), "expected errors.{field} in {body}");
+        body
+    }
+
+    #[track_caller]
+    pub fn ok(&self) -> &Value {
+        assert!(self.status.is_success(), "status {}: {}", self.status, self.body);
+        &self.body
+    }
+
+    /// The ids of a list response's `data`, read from `field`.
+    pub fn ids(&self, field: &str) -> Vec<i64> {
+        self.body["data"].as_array().unwrap_or(&vec![]).iter().map(|item| item[field].as_i64().unwrap()).collect()
+    }
+}
+
+fn unique_suffix() -> String {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let nanos = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_nanos();
+    format!("{}_{}_{}", std::process::id(), nanos, COUNTER.fetch_add(1, Ordering::Relaxed))
+}
+
+/// The PostgreSQL database of this test run, created on first use.
+async fn postgres_url() -> String {
+    static URL: OnceCell<String> = OnceCell::const_new();
+    URL.get_or_init(|| async {
+        let admin = std::env::var("AUTOSHOP_TEST_POSTGRES_URL").expect("AUTOSHOP_TEST_POSTGRES_URL must be set for PostgreSQL tests");
+        let secs = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs();
+        let name = format!("autoshop_test_{secs}_{}", std::process::id());
+        let db = Db::connect(&DbConfig { url: admin.clone(), max_connections: 1 }).await.expect("connect to PostgreSQL");
+        // Databases of earlier runs (older than a day) are dropped so they do not pile up.
+        #[derive(sqlx::FromRow)]
+        struct Name {
+            datname: String,
+        }
+        let old: Vec<Name> = db
+            .fetch_all(&Query::new("SELECT datname FROM pg_database WHERE datname LIKE 'autoshop_test_%'"))
+            .await
+            .expect("list test databases");
+        for Name { datname } in old {
+            let created: u64 = datname.split('_').nth(2).and_then(|s| s.parse().ok()).unwrap_or(u64::MAX);
+            if created + 86_400 < secs {
+                let _ = db.execute(&Query::new(format!("DROP DATABASE IF EXISTS \"{datname}\""))).await;
+            }
+        }
+        db.execute(&Query::new(format!("CREATE DATABASE \"{name}\""))).await.expect("create the test database");
+        db.close().await;
+        let (base, _) = admin.rsplit_once('/').expect("AUTOSHOP_TEST_POSTGRES_URL ends with /DATABASE");
+        format!("{base}/{name}")
+    })
+    .await
+    .clone()
+}
+
+impl TestApp {
+    pub async fn spawn(backend: Backend) -> TestApp {
+        Self::spawn_with(backend, AppConfig::default()).await
+    }
+
+    pub async fn spawn_with(backend: Backend, config: AppConfig) -> TestApp {
+        let (url, sqlite_file) = match backend {
+            Backend::Sqlite => {
+                let path = std::env::temp_dir().join(format!("autoshop_test_{}.db", unique_suffix()));
+                (format!("sqlite://{}", path.display()), Some(path))
+            }
+            Backend::Postgres => (postgres_url().await, None),
+        };
+        let db = Db::connect(&DbConfig { url, max_connections: 4 }).await.expect("connect");
+        db.migrate().await.expect("migrate");
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let router = app::build(db.clone(), config);
+        tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
+        let (company_id, admin_key) = keys::create_company(&db, "Test Company").await.unwrap();
+        TestApp {
+            base: format!("http://{addr}"),
+            db,
+            client: reqwest::Client::new(),
+            company_id,
+            admin_key,
+            sqlite_file,
+        }
+    }
+
+    /// Another company with its own admin key.
+    pub async fn new_company(&self, name: &str) -> (i64, String) {
+        keys::create_company(&self.db, name).await.unwrap()
+    }
+
+    pub async fn request(&self, method: Method, key: Option<&str>, path: &str, body: Option<Value>) -> Resp {
+        let mut req = self.client.request(method, format!("{}{path}", self.base));
+        if let Some(key) = key {
+            req = req.bearer_auth(key);
+        }
+        if let Some(body) = body {
+            req = req.json(&body);
+        }
+        let resp = req.send().await.expect("request");
+        let status = resp.status();
+        let headers = resp.headers().clone();
+        let bytes = resp.bytes().await.unwrap();
+        let body = if bytes.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_slice(&bytes).unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into_owned()))
+        };
+        Resp { status, headers, body }
+    }
+
+    pub async fn get(&self, key: &str, path: &str) -> Resp {
+        self.request(Method::GET, Some(key), path, None).await
+    }
+
+    pub async fn post(&self, key: &str, path: &str, body: Value) -> Resp {
+        self.request(Method::POST, Some(key), path, Some(body)).await
+    }
+
+    pub async fn put(&self, key: &str, path: &str, body: Value) -> Resp {
+        self.request(Method::PUT, Some(key), path, Some(body)).await
+    }
+
+    pub async fn delete(&self, key: &str, path: &str) -> Resp {
+        self.request(Method::DELETE, Some(key), path, None).await
+    }
+
+    /// Creates a shop with `key` and returns its id.
+    pub async fn create_shop(&self, key: &str, name: &str, timezone: &str) -> i64 {
+        let r = self.post(key, "/api/v1/shops", json!({"name": name, "timezone": timezone})).await;
+        assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+        r.body["shop_id"].as_i64().unwrap()
+    }
+
+    pub async fn create_bay(&self, key: &str, shop_id: i64, title: &str, order: i64) -> i64 {
+        let r = self.post(key, "/api/v1/bays", json!({"shop_id": shop_id, "title": title, "order": order})).await;
+        assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+        r.body["id"].as_i64().unwrap()
+    }
+
+    /// Creates an API key with `role` and an optional shop list, using the admin key.
+    pub async fn create_key(&self, admin_key: &str, role: &str, shop_ids: Option<Vec<i64>>) -> String {
+        let mut body = json!({"name": format!("{role} key"), "role": role});
+        if let Some(ids) = shop_ids {
+            body["shop_ids"] = json!(ids);
+        }
+        let r = self.post(admin_key, "/api/v1/api_keys", body).await;
+        assert_eq!(r.status, StatusCode::CREATED, "{}", r.body);
+        r.body["api_key"].as_str().unwrap().to_owned()
+    }
+}
