@@ -1,1 +1,125 @@
+use serde_json::json;
 
+use crate::support::{Backend, TestApp};
+
+crate::backend_tests!(
+    keys_are_shown_once_listed_without_secrets_and_revoked_at_once,
+    roles_limit_what_a_key_may_do,
+    shop_lists_limit_what_a_key_sees,
+    key_creation_is_validated,
+    bad_credentials_are_401_with_a_challenge,
+);
+
+async fn keys_are_shown_once_listed_without_secrets_and_revoked_at_once(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let admin = &app.admin_key;
+    let r = app.post(admin, "/api/v1/api_keys", json!({"name": "Booking site", "role": "write"})).await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    let key = r.body["api_key"].as_str().unwrap().to_owned();
+    let id = r.body["id"].as_i64().unwrap();
+    assert!(key.starts_with("ask_") && key.len() >= 4 + 64);
+    assert_eq!((r.body["role"].as_str(), r.body["name"].as_str()), (Some("write"), Some("Booking site")));
+    assert!(r.body["shop_ids"].is_null() && r.body["revoked_at"].is_null());
+    assert!(key.starts_with(r.body["prefix"].as_str().unwrap()));
+
+    assert_eq!(app.get(&key, "/api/v1/bays").await.status, 200);
+    // last_used_at is recorded in the background; give it a moment.
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    let list = app.get(admin, "/api/v1/api_keys").await;
+    let record = list.ok()["data"].as_array().unwrap().iter().find(|k| k["id"] == id).unwrap().clone();
+    assert!(record.get("api_key").is_none(), "the key is never listed");
+    assert!(record["last_used_at"].is_string(), "{record}");
+    assert!(!list.body.to_string().contains(&key[4..]), "no secret material in the list");
+
+    let r = app.delete(admin, &format!("/api/v1/api_keys/{id}")).await;
+    assert_eq!(r.status, 204);
+    app.get(&key, "/api/v1/bays").await.problem(401);
+    let list = app.get(admin, "/api/v1/api_keys").await;
+    let record = list.body["data"].as_array().unwrap().iter().find(|k| k["id"] == id).unwrap().clone();
+    assert!(record["revoked_at"].is_string());
+    // Revoking again is harmless; an unknown id is 404.
+    assert_eq!(app.delete(admin, &format!("/api/v1/api_keys/{id}")).await.status, 204);
+    app.delete(admin, "/api/v1/api_keys/999999").await.problem(404);
+}
+
+async fn roles_limit_what_a_key_may_do(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let admin = &app.admin_key;
+    let shop = app.create_shop(admin, "A", "UTC").await;
+    let bay = app.create_bay(admin, shop, "Lift", 0).await;
+    let read = app.create_key(admin, "read", None).await;
+    let write = app.create_key(admin, "write", None).await;
+
+    for key in [&read, &write] {
+        for path in ["/api/v1/bays", "/api/v1/settings/shop_info", "/api/v1/settings/shop_hours"] {
+            assert_eq!(app.get(key, path).await.status, 200, "{path}");
+        }
+        // Settings writes are for admins only.
+        app.post(key, "/api/v1/bays", json!({"shop_id": shop, "title": "New"})).await.problem(403);
+        app.put(key, &format!("/api/v1/bays/{bay}"), json!({"order": 3})).await.problem(403);
+        app.post(key, "/api/v1/settings/sources", json!({"shop_id": shop, "name": "X"})).await.problem(403);
+        app.put(key, "/api/v1/settings/shop_hours", json!({"shop_id": shop, "hours": []})).await.problem(403);
+        app.post(key, "/api/v1/shops", json!({"name": "X"})).await.problem(403);
+        app.put(key, &format!("/api/v1/shops/{shop}"), json!({"name": "X"})).await.problem(403);
+        app.get(key, "/api/v1/api_keys").await.problem(403);
+        app.post(key, "/api/v1/api_keys", json!({"name": "x", "role": "admin"})).await.problem(403);
+    }
+    // Nothing was changed by the refused writes.
+    assert_eq!(app.get(admin, &format!("/api/v1/bays/{bay}")).await.body["order"], 0);
+}
+
+async fn shop_lists_limit_what_a_key_sees(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let admin = &app.admin_key;
+    let mine = app.create_shop(admin, "Mine", "UTC").await;
+    let other = app.create_shop(admin, "Other", "UTC").await;
+    let my_bay = app.create_bay(admin, mine, "Lift", 0).await;
+    let other_bay = app.create_bay(admin, other, "Lift", 0).await;
+    app.put(admin, "/api/v1/settings/shop_hours", json!({"shop_id": other, "hours": [{"day": 1, "open": "08:00", "close": "09:00"}]})).await.ok();
+    let scoped = app.create_key(admin, "admin", Some(vec![mine])).await;
+
+    assert_eq!(app.get(&scoped, "/api/v1/bays").await.ids("id"), vec![my_bay]);
+    app.get(&scoped, &format!("/api/v1/bays?filter[shop_id]={other}")).await.problem(404);
+    app.get(&scoped, &format!("/api/v1/bays/{other_bay}")).await.problem(404);
+    app.put(&scoped, &format!("/api/v1/bays/{other_bay}"), json!({"order": 1})).await.problem(404);
+    app.post(&scoped, "/api/v1/bays", json!({"shop_id": other, "title": "Sneaky"})).await.invalid("shop_id");
+    app.put(&scoped, &format!("/api/v1/bays/{my_bay}"), json!({"shop_id": other})).await.invalid("shop_id");
+    assert_eq!(app.get(&scoped, "/api/v1/settings/shop_info").await.ids("shop_id"), vec![mine]);
+    assert_eq!(app.get(&scoped, "/api/v1/settings/shop_hours").await.body["data"], json!([]));
+    app.get(&scoped, &format!("/api/v1/settings/sources?filter[shop_id]={other}")).await.problem(404);
+    app.get(&scoped, &format!("/api/v1/shops/{other}")).await.problem(404);
+    app.put(&scoped, "/api/v1/settings/shop_hours", json!({"shop_id": other, "hours": []})).await.invalid("shop_id");
+    // A scoped admin manages its shops' settings, but not shops or keys company-wide.
+    assert_eq!(app.post(&scoped, "/api/v1/bays", json!({"shop_id": mine, "title": "Second"})).await.status, 201);
+    app.post(&scoped, "/api/v1/shops", json!({"name": "New"})).await.problem(403);
+    app.get(&scoped, "/api/v1/api_keys").await.problem(403);
+    // The other shop's hours are intact.
+    assert_eq!(app.get(admin, &format!("/api/v1/settings/shop_hours?filter[shop_id]={other}")).await.body["data"].as_array().unwrap().len(), 1);
+}
+
+async fn key_creation_is_validated(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let admin = &app.admin_key;
+    let r = app.post(admin, "/api/v1/api_keys", json!({"role": "owner"})).await;
+    r.invalid("name");
+    r.invalid("role");
+    app.post(admin, "/api/v1/api_keys", json!({"name": "x", "role": "read", "shop_ids": []})).await.invalid("shop_ids");
+    app.post(admin, "/api/v1/api_keys", json!({"name": "x", "role": "read", "shop_ids": [999999]})).await.invalid("shop_ids.0");
+    let (_, other_admin) = app.new_company("Other").await;
+    let foreign = app.create_shop(&other_admin, "Foreign", "UTC").await;
+    app.post(admin, "/api/v1/api_keys", json!({"name": "x", "role": "read", "shop_ids": [foreign]})).await.invalid("shop_ids.0");
+}
+
+async fn bad_credentials_are_401_with_a_challenge(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let no_key = app.request(reqwest::Method::GET, None, "/api/v1/bays", None).await;
+    no_key.problem(401);
+    assert_eq!(no_key.header("www-authenticate"), Some("Bearer"));
+    app.get("ask_0000", "/api/v1/bays").await.problem(401);
+    let basic = app.client.get(format!("{}/api/v1/bays", app.base)).header("authorization", "Basic dXNlcjpwYXNz").send().await.unwrap();
+    assert_eq!(basic.status(), 401);
+    // Public endpoints need no key.
+    for path in ["/healthz", "/readyz", "/metrics", "/api/v1/openapi.json", "/docs/"] {
+        assert_eq!(app.request(reqwest::Method::GET, None, path, None).await.status, 200, "{path}");
+    }
+}

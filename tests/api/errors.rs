@@ -1,1 +1,103 @@
+use reqwest::Method;
+use serde_json::json;
 
+use crate::support::{Backend, TestApp};
+
+crate::backend_tests!(
+    framework_rejections_are_problem_json,
+    request_bodies_are_checked_in_order,
+    database_outage_is_503,
+    openapi_describes_every_route_and_error,
+);
+
+async fn framework_rejections_are_problem_json(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let key = &app.admin_key;
+    let r = app.get(key, "/api/v1/nothing-here").await;
+    r.problem(404);
+    let r = app.request(Method::PATCH, Some(key), "/api/v1/bays", None).await;
+    r.problem(405);
+    assert!(r.header("allow").unwrap().contains("GET"));
+    let r = app.request(Method::DELETE, None, "/api/v1/bays", None).await;
+    assert_eq!(r.status, 405, "the method is checked before the key");
+    app.get(key, "/api/v1/bays/12abc").await.problem(404);
+}
+
+async fn request_bodies_are_checked_in_order(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let key = &app.admin_key;
+    let shop = app.create_shop(key, "A", "UTC").await;
+    let url = format!("{}/api/v1/bays", app.base);
+    let send = |body: Vec<u8>, content_type: Option<&'static str>| {
+        let mut req = app.client.post(&url).bearer_auth(key).body(body);
+        if let Some(ct) = content_type {
+            req = req.header("content-type", ct);
+        }
+        req.send()
+    };
+    let status_and_type = |r: reqwest::Response| {
+        (r.status().as_u16(), r.headers().get("content-type").map(|v| v.to_str().unwrap().to_owned()))
+    };
+    let problem = Some("application/problem+json".to_owned());
+    assert_eq!(status_and_type(send(b"{}".to_vec(), None).await.unwrap()), (415, problem.clone()));
+    assert_eq!(status_and_type(send(b"title=x".to_vec(), Some("application/x-www-form-urlencoded")).await.unwrap()), (415, problem.clone()));
+    assert_eq!(status_and_type(send(b"{\"title\": ".to_vec(), Some("application/json")).await.unwrap()), (400, problem.clone()));
+    let big = format!("{{\"shop_id\": {shop}, \"title\": \"{}\"}}", "x".repeat(1024 * 1024 + 10));
+    assert_eq!(status_and_type(send(big.into_bytes(), Some("application/json")).await.unwrap()), (413, problem.clone()));
+    app.post(key, "/api/v1/bays", json!([1, 2])).await.invalid("body");
+    app.post(key, "/api/v1/bays", json!({"shop_id": shop, "title": "T", "order": "first"})).await.invalid("order");
+    app.post(key, "/api/v1/bays", json!({"shop_id": shop, "title": "T", "active": "yes"})).await.invalid("active");
+    // A charset parameter and unknown fields are fine.
+    let r = send(format!("{{\"shop_id\": {shop}, \"title\": \"T\", \"colour\": \"red\"}}").into_bytes(), Some("application/json; charset=utf-8"))
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 201);
+    // None of the rejected bodies left anything behind.
+    assert_eq!(app.get(key, "/api/v1/bays").await.body["meta"]["total"], 1);
+}
+
+async fn database_outage_is_503(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let key = app.admin_key.clone();
+    app.db.close().await;
+    let r = app.get(&key, "/api/v1/bays").await;
+    r.problem(503);
+    assert!(r.header("retry-after").is_some());
+    let r = app.request(Method::GET, None, "/readyz", None).await;
+    r.problem(503);
+    assert_eq!(app.request(Method::GET, None, "/healthz", None).await.status, 200);
+}
+
+async fn openapi_describes_every_route_and_error(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let doc = app.request(Method::GET, None, "/api/v1/openapi.json", None).await.body;
+    assert!(doc["openapi"].as_str().unwrap().starts_with("3.1"));
+    let paths = doc["paths"].as_object().unwrap();
+    for (path, methods) in [
+        ("/api/v1/bays", vec!["get", "post"]),
+        ("/api/v1/bays/{id}", vec!["get", "put"]),
+        ("/api/v1/settings/shop_hours", vec!["get", "put"]),
+        ("/api/v1/settings/sources", vec!["get", "post"]),
+        ("/api/v1/settings/sources/{id}", vec!["get", "put"]),
+        ("/api/v1/settings/shop_info", vec!["get"]),
+        ("/api/v1/shops", vec!["post"]),
+        ("/api/v1/shops/{id}", vec!["get", "put"]),
+        ("/api/v1/api_keys", vec!["get", "post"]),
+        ("/api/v1/api_keys/{id}", vec!["delete"]),
+    ] {
+        for method in methods {
+            let op = &paths[path][method];
+            assert!(op.is_object(), "{method} {path} is documented");
+            assert_eq!(op["security"][0]["bearer"], json!([]), "{method} {path} requires the key");
+            for status in ["401", "403", "500", "503"] {
+                assert!(op["responses"][status]["content"]["application/problem+json"].is_object(), "{method} {path} {status}");
+            }
+        }
+    }
+    let params: Vec<&str> = paths["/api/v1/bays"]["get"]["parameters"].as_array().unwrap().iter().map(|p| p["name"].as_str().unwrap()).collect();
+    assert_eq!(params, vec!["page", "pageSize", "sort", "filter[shop_id]", "filter[active]"]);
+    assert!(doc["components"]["securitySchemes"]["bearer"].is_object());
+    // The docs page is served from the binary.
+    let page = app.client.get(format!("{}/docs/", app.base)).send().await.unwrap().text().await.unwrap();
+    assert!(page.contains("swagger"), "docs page");
+}

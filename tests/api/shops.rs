@@ -1,1 +1,37 @@
+use serde_json::json;
 
+use crate::support::{Backend, TestApp};
+
+crate::backend_tests!(creates_and_updates_shops_with_validation);
+
+async fn creates_and_updates_shops_with_validation(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let key = &app.admin_key;
+    let r = app
+        .post(key, "/api/v1/shops", json!({"name": "North", "city": "Chicago", "timezone": "America/Chicago", "email": "n@example.com"}))
+        .await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    let id = r.body["shop_id"].as_i64().unwrap();
+    assert_eq!(r.header("location"), Some(format!("/api/v1/shops/{id}").as_str()));
+    assert_eq!(r.body["company_id"], app.company_id);
+    assert_eq!(r.body["address"], "", "omitted text fields are empty strings");
+    assert_eq!(app.get(key, &format!("/api/v1/shops/{id}")).await.body, r.body);
+
+    // Default time zone is UTC.
+    let r = app.post(key, "/api/v1/shops", json!({"name": "South"})).await;
+    assert_eq!(r.body["timezone"], "UTC");
+
+    let r = app.post(key, "/api/v1/shops", json!({"timezone": "Mars/Olympus", "email": "nope"})).await;
+    for field in ["name", "timezone", "email"] {
+        r.invalid(field);
+    }
+    app.post(key, "/api/v1/shops", json!({"name": "  "})).await.invalid("name");
+
+    // PUT keeps omitted fields and validates the rest.
+    let r = app.put(key, &format!("/api/v1/shops/{id}"), json!({"phone": "555-0100"})).await;
+    assert_eq!((r.ok()["name"].as_str(), r.body["phone"].as_str(), r.body["city"].as_str()), (Some("North"), Some("555-0100"), Some("Chicago")));
+    app.put(key, &format!("/api/v1/shops/{id}"), json!({"timezone": "Nowhere"})).await.invalid("timezone");
+    assert_eq!(app.get(key, &format!("/api/v1/shops/{id}")).await.body["timezone"], "America/Chicago");
+    app.put(key, "/api/v1/shops/999999", json!({"name": "x"})).await.problem(404);
+    app.get(key, "/api/v1/shops/not-a-number").await.problem(404);
+}
