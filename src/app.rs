@@ -102,7 +102,7 @@ pub fn build(db: Db, config: AppConfig) -> Router {
     let timeout = Duration::from_secs(state.config.request_timeout_secs.max(1));
     let body_limit = state.config.max_body_bytes;
 
-    Router::new()
+    let routes = Router::new()
         .merge(api)
         .merge(SwaggerUi::new("/docs").url("/api/v1/openapi.json", doc))
         .route("/healthz", get(healthz))
@@ -110,15 +110,22 @@ pub fn build(db: Db, config: AppConfig) -> Router {
         .route("/metrics", get(metrics))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
+        .with_state(state);
+    with_middleware(routes, timeout, body_limit)
+}
+
+/// The stack every request goes through (each layer wraps the ones above it): body limit,
+/// timeout, panic catching, one error format for all of them, metrics, tracing, request id.
+fn with_middleware(routes: Router, timeout: Duration, body_limit: usize) -> Router {
+    routes
         .layer(DefaultBodyLimit::max(body_limit))
-        .layer(middleware::from_fn(problem_for_bare_errors))
         .layer(TimeoutLayer::with_status_code(StatusCode::SERVICE_UNAVAILABLE, timeout))
         .layer(CatchPanicLayer::new())
+        .layer(middleware::from_fn(problem_for_bare_errors))
         .layer(middleware::from_fn(record_metrics))
         .layer(TraceLayer::new_for_http())
         .layer(PropagateRequestIdLayer::x_request_id())
         .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
-        .with_state(state)
 }
 
 async fn not_found() -> Response {
@@ -191,4 +198,47 @@ async fn metrics(State(state): State<AppState>) -> Response {
     let mut response = state.metrics.render().into_response();
     response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; version=0.0.4"));
     response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::body::{Body, to_bytes};
+    use tower::ServiceExt;
+
+    async fn call(router: Router, path: &str) -> (StatusCode, String, serde_json::Value) {
+        let response = router.oneshot(Request::get(path).body(Body::empty()).unwrap()).await.unwrap();
+        let status = response.status();
+        let content_type = response.headers()[header::CONTENT_TYPE].to_str().unwrap().to_owned();
+        let body = to_bytes(response.into_body(), 1 << 20).await.unwrap();
+        (status, content_type, serde_json::from_slice(&body).unwrap())
+    }
+
+    #[tokio::test]
+    async fn a_panic_is_a_500_problem_without_internals() {
+        async fn boom() -> &'static str {
+            panic!("secret internals")
+        }
+        let routes = Router::new().route("/boom", get(boom));
+        let (status, content_type, body) = call(with_middleware(routes, Duration::from_secs(5), 1024), "/boom").await;
+        assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR);
+        assert_eq!(content_type, crate::error::PROBLEM_JSON);
+        assert_eq!(body["status"], 500);
+        assert!(!body.to_string().contains("secret"));
+    }
+
+    #[tokio::test]
+    async fn a_slow_request_is_cut_off_with_a_503_problem() {
+        let routes = Router::new().route(
+            "/slow",
+            get(|| async {
+                tokio::time::sleep(Duration::from_secs(5)).await;
+                "late"
+            }),
+        );
+        let (status, content_type, body) = call(with_middleware(routes, Duration::from_millis(50), 1024), "/slow").await;
+        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(content_type, crate::error::PROBLEM_JSON);
+        assert_eq!(body["detail"], "The request took too long to complete.");
+    }
 }
