@@ -27,13 +27,22 @@ use utoipa::{
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_swagger_ui::SwaggerUi;
 
-use crate::{config::AppConfig, db::Db, error::Problem, openapi};
+use crate::{
+    auth::{self, KeyCache},
+    config::AppConfig,
+    db::Db,
+    error::Problem,
+    openapi,
+    rate_limit::{Limits, RateLimiter},
+};
 
 #[derive(Clone)]
 pub struct AppState {
     pub db: Db,
     pub config: Arc<AppConfig>,
     pub metrics: PrometheusHandle,
+    pub keys: Arc<KeyCache>,
+    pub limiter: Arc<RateLimiter>,
 }
 
 /// The process-wide Prometheus recorder (metrics macros write to one global recorder).
@@ -96,8 +105,16 @@ pub fn openapi_document() -> utoipa::openapi::OpenApi {
 }
 
 pub fn build(db: Db, config: AppConfig) -> Router {
-    let state = AppState { db, config: Arc::new(config), metrics: metrics_handle() };
+    let limiter = RateLimiter::new(Limits { per_second: config.rate_limit, burst: config.rate_limit_burst });
+    let state = AppState {
+        db,
+        config: Arc::new(config),
+        metrics: metrics_handle(),
+        keys: Arc::new(KeyCache::default()),
+        limiter: Arc::new(limiter),
+    };
     let (api, doc) = api_routes().split_for_parts();
+    let api = api.route_layer(middleware::from_fn_with_state(state.clone(), auth::require_key));
     let doc = openapi::finish(doc);
     let timeout = Duration::from_secs(state.config.request_timeout_secs.max(1));
     let body_limit = state.config.max_body_bytes;

@@ -1,6 +1,17 @@
 //! Bearer API keys: generation, hashing, and the `Caller` every resource handler receives.
 
-use axum::{extract::FromRequestParts, http::request::Parts};
+use std::{
+    collections::HashMap,
+    sync::Mutex,
+    time::{Duration, Instant},
+};
+
+use axum::{
+    extract::{FromRequestParts, Request, State},
+    http::{HeaderName, HeaderValue, request::Parts},
+    middleware::Next,
+    response::{IntoResponse, Response},
+};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use utoipa::ToSchema;
@@ -158,6 +169,75 @@ pub async fn authenticate(db: &Db, header: Option<&str>) -> Result<Caller, ApiEr
         role: Role::parse(&row.role).ok_or_else(|| ApiError::Internal(format!("key {} has role {}", row.id, row.role)))?,
         shops: parse_shop_list(row.shop_ids.as_deref()),
     })
+}
+
+/// How long a replica trusts a key it has checked: a key revoked through another replica is
+/// refused here within this time (one revoked through this replica, at once).
+const KEY_CACHE_TTL: Duration = Duration::from_secs(1);
+const KEY_CACHE_MAX_ENTRIES: usize = 10_000;
+
+/// Keys authenticated in the last second, by key hash: saves a database round trip per request.
+#[derive(Default)]
+pub struct KeyCache {
+    entries: Mutex<HashMap<String, (Caller, Instant)>>,
+}
+
+impl KeyCache {
+    fn get(&self, hash: &str, now: Instant) -> Option<Caller> {
+        let entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        entries.get(hash).filter(|(_, at)| now.duration_since(*at) < KEY_CACHE_TTL).map(|(c, _)| c.clone())
+    }
+
+    fn put(&self, hash: String, caller: Caller, now: Instant) {
+        let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        if entries.len() >= KEY_CACHE_MAX_ENTRIES {
+            entries.retain(|_, (_, at)| now.duration_since(*at) < KEY_CACHE_TTL);
+        }
+        entries.insert(hash, (caller, now));
+    }
+
+    /// Drops a revoked key so this replica refuses it from the next request on.
+    pub fn forget(&self, key_id: i64) {
+        self.entries.lock().unwrap_or_else(|e| e.into_inner()).retain(|_, (c, _)| c.key_id != key_id);
+    }
+}
+
+async fn authenticate_cached(state: &AppState, header: Option<&str>) -> Result<Caller, ApiError> {
+    let hash = header.and_then(|h| h.trim().split_once(' ')).map(|(_, key)| hash_key(key.trim()));
+    let now = Instant::now();
+    if let Some(caller) = hash.as_deref().and_then(|h| state.keys.get(h, now)) {
+        return Ok(caller);
+    }
+    let caller = authenticate(&state.db, header).await?;
+    if let Some(hash) = hash {
+        state.keys.put(hash, caller.clone(), now);
+    }
+    Ok(caller)
+}
+
+/// Middleware on every `/api/v1` resource route: authenticates the key (401), applies its rate
+/// limit (429), and reports the limit on the response.
+pub async fn require_key(State(state): State<AppState>, mut request: Request, next: Next) -> Response {
+    let header = request.headers().get(axum::http::header::AUTHORIZATION).and_then(|v| v.to_str().ok());
+    let caller = match authenticate_cached(&state, header).await {
+        Ok(caller) => caller,
+        Err(e) => return e.into_response(),
+    };
+    let decision = state.limiter.enabled().then(|| state.limiter.check(caller.key_id, Instant::now()));
+    let mut response = match decision {
+        Some(d) if !d.allowed => ApiError::RateLimited { retry_after_secs: d.retry_after_secs }.into_response(),
+        _ => {
+            request.extensions_mut().insert(caller);
+            next.run(request).await
+        }
+    };
+    if let Some(d) = decision {
+        let headers = response.headers_mut();
+        for (name, value) in [("ratelimit-limit", d.limit), ("ratelimit-remaining", d.remaining), ("ratelimit-reset", d.reset_secs)] {
+            headers.insert(HeaderName::from_static(name), HeaderValue::from(value));
+        }
+    }
+    response
 }
 
 impl FromRequestParts<AppState> for Caller {

@@ -69,6 +69,12 @@ pub struct ServeArgs {
     /// Requests running longer than this many seconds are cut off with a 503.
     #[arg(long, env = "AUTOSHOP_REQUEST_TIMEOUT_SECS", default_value_t = 30)]
     pub request_timeout_secs: u64,
+    /// Requests per second allowed per API key, per process; 0 turns rate limiting off.
+    #[arg(long, env = "AUTOSHOP_RATE_LIMIT", default_value_t = 100.0)]
+    pub rate_limit: f64,
+    /// Requests a key may make at once before the per-second rate applies.
+    #[arg(long, env = "AUTOSHOP_RATE_LIMIT_BURST", default_value_t = 200.0)]
+    pub rate_limit_burst: f64,
     /// Write the port actually bound to this file once listening (useful with port 0).
     #[arg(long, env = "AUTOSHOP_PORT_FILE", hide = true)]
     pub port_file: Option<PathBuf>,
@@ -80,11 +86,13 @@ pub struct AppConfig {
     pub public_url: Option<String>,
     pub max_body_bytes: usize,
     pub request_timeout_secs: u64,
+    pub rate_limit: f64,
+    pub rate_limit_burst: f64,
 }
 
 impl Default for AppConfig {
     fn default() -> Self {
-        AppConfig { public_url: None, max_body_bytes: 1024 * 1024, request_timeout_secs: 30 }
+        AppConfig { public_url: None, max_body_bytes: 1024 * 1024, request_timeout_secs: 30, rate_limit: 100.0, rate_limit_burst: 200.0 }
     }
 }
 
@@ -94,6 +102,8 @@ impl From<&ServeArgs> for AppConfig {
             public_url: args.public_url.as_ref().map(|u| u.trim_end_matches('/').to_owned()),
             max_body_bytes: args.max_body_bytes,
             request_timeout_secs: args.request_timeout_secs,
+            rate_limit: args.rate_limit,
+            rate_limit_burst: args.rate_limit_burst,
         }
     }
 }

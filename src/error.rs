@@ -52,6 +52,8 @@ pub enum ApiError {
     UnsupportedMediaType(String),
     #[error("The given data was invalid.")]
     Validation(FieldErrors),
+    #[error("Too many requests for this API key; retry after {retry_after_secs} s.")]
+    RateLimited { retry_after_secs: u64 },
     #[error("The database is unavailable; retry shortly.")]
     Unavailable,
     /// Logged in full; the client sees only a generic message.
@@ -80,6 +82,7 @@ impl ApiError {
             ApiError::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::Validation(_) => StatusCode::UNPROCESSABLE_ENTITY,
+            ApiError::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
             ApiError::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -147,6 +150,11 @@ fn validation_detail(errors: &FieldErrors) -> String {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let status = self.status();
+        let retry_after = match &self {
+            ApiError::RateLimited { retry_after_secs } => Some(*retry_after_secs),
+            ApiError::Unavailable => Some(1),
+            _ => None,
+        };
         let problem = match self {
             ApiError::Validation(errors) => Problem {
                 detail: validation_detail(&errors),
@@ -163,8 +171,8 @@ impl IntoResponse for ApiError {
         if status == StatusCode::UNAUTHORIZED {
             response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
         }
-        if status == StatusCode::SERVICE_UNAVAILABLE {
-            response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        if let Some(secs) = retry_after {
+            response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(secs));
         }
         response
     }

@@ -13,6 +13,7 @@ pub mod error;
 pub mod extract;
 pub mod listing;
 pub mod openapi;
+pub mod rate_limit;
 pub mod receivables;
 pub mod respond;
 pub mod scope;

@@ -12,10 +12,11 @@ use utoipa::openapi::{
 
 use crate::error::PROBLEM_JSON;
 
-const SHARED_ERRORS: [(&str, &str); 5] = [
+const SHARED_ERRORS: [(&str, &str); 6] = [
     ("401", "Missing, malformed, unknown or revoked API key"),
     ("403", "The key's role or shop list does not allow this operation"),
     ("413", "Request body larger than the limit"),
+    ("429", "Rate limit of the API key exceeded; see Retry-After"),
     ("500", "Unexpected failure (no internals are disclosed)"),
     ("503", "Database unavailable or request timed out; retry later"),
 ];

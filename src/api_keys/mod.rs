@@ -139,6 +139,7 @@ async fn revoke_key(State(state): State<AppState>, caller: Caller, Path(id): Pat
     caller.require_company_admin()?;
     let id = path_id(&id, "API key")?;
     if store::revoke(&state.db, caller.company_id, id).await? {
+        state.keys.forget(id);
         Ok(StatusCode::NO_CONTENT)
     } else {
         Err(ApiError::not_found("API key"))

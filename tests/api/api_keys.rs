@@ -1,5 +1,7 @@
 use serde_json::json;
 
+use autoshop::config::AppConfig;
+
 use crate::support::{Backend, TestApp};
 
 crate::backend_tests!(
@@ -8,6 +10,7 @@ crate::backend_tests!(
     shop_lists_limit_what_a_key_sees,
     key_creation_is_validated,
     bad_credentials_are_401_with_a_challenge,
+    rate_limits_are_per_key_and_reported_on_every_response,
 );
 
 async fn keys_are_shown_once_listed_without_secrets_and_revoked_at_once(backend: Backend) {
@@ -122,4 +125,28 @@ async fn bad_credentials_are_401_with_a_challenge(backend: Backend) {
     for path in ["/healthz", "/readyz", "/metrics", "/api/v1/openapi.json", "/docs/"] {
         assert_eq!(app.request(reqwest::Method::GET, None, path, None).await.status, 200, "{path}");
     }
+}
+
+async fn rate_limits_are_per_key_and_reported_on_every_response(backend: Backend) {
+    let config = AppConfig { rate_limit: 0.5, rate_limit_burst: 3.0, ..AppConfig::default() };
+    let app = TestApp::spawn_with(backend, config).await;
+    let admin = &app.admin_key;
+    let other = app.create_key(admin, "read", None).await;
+    let mut remaining = Vec::new();
+    // create_key used one of the admin key's three.
+    for _ in 0..2 {
+        let r = app.get(admin, "/api/v1/bays").await;
+        assert_eq!(r.status, 200);
+        assert_eq!(r.header("ratelimit-limit"), Some("3"));
+        assert!(r.header("ratelimit-reset").is_some());
+        remaining.push(r.header("ratelimit-remaining").unwrap().to_owned());
+    }
+    assert_eq!(remaining, vec!["1", "0"]);
+    let r = app.get(admin, "/api/v1/bays").await;
+    r.problem(429);
+    assert_eq!(r.header("retry-after"), Some("2"));
+    assert_eq!(r.header("ratelimit-remaining"), Some("0"));
+    // Other keys have their own allowance; public endpoints are not limited.
+    assert_eq!(app.get(&other, "/api/v1/bays").await.status, 200);
+    assert_eq!(app.request(reqwest::Method::GET, None, "/healthz", None).await.status, 200);
 }
