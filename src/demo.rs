@@ -39,8 +39,10 @@ pub async fn load_if_empty(db: &Db) -> anyhow::Result<Option<Demo>> {
         shop("Westside Service Center", "Los Angeles", "CA", "90025", "America/Los_Angeles"),
         shop("Harbour Motors", "Sydney", "NSW", "2000", "Australia/Sydney"),
     ];
+    let mut shop_ids = Vec::new();
     for (n, fields) in shops.iter().enumerate() {
         let shop = shops::create(db, company_id, fields).await.map_err(|e| anyhow::anyhow!("{e}"))?;
+        shop_ids.push(shop.id);
         for (order, title) in ["Bay 1", "Bay 2", "Bay 3", "Alignment", "Express Lube"].iter().enumerate().take(3 + n) {
             let bay = BayFields { shop_id: shop.id, title: (*title).into(), order: order as i64, active: true };
             bays::insert(db, company_id, &bay).await?;
@@ -58,5 +60,6 @@ pub async fn load_if_empty(db: &Db) -> anyhow::Result<Option<Demo>> {
         week.push((6, 9 * 60, 13 * 60));
         hours::replace_week(db, company_id, shop.id, &week).await?;
     }
+    crate::customers::demo::load_demo(db, company_id, &shop_ids).await?;
     Ok(Some(Demo { company_id, api_key }))
 }

@@ -1,9 +1,160 @@
-//! customers routes (being implemented; this module has no routes yet).
+//! Customers: `GET/POST /api/v1/customers`, `GET/PUT /api/v1/customers/{CustomerID}`.
 
-use utoipa_axum::router::OpenApiRouter;
+pub mod body;
+pub mod demo;
+mod details;
+mod input;
+pub mod model;
+pub mod store;
 
-use crate::app::AppState;
+use axum::{
+    Json,
+    extract::{Path, State},
+    response::Response,
+};
+use chrono::NaiveDate;
+use utoipa_axum::{router::OpenApiRouter, routes};
+
+use crate::{
+    app::AppState,
+    auth::{Caller, Role},
+    error::{ApiError, FieldErrors, Problem},
+    extract::{JsonBody, path_id},
+    listing::{ListQuery, ListSpec, Page, RequestUrl},
+    respond::{created, unique_as_invalid},
+    scope,
+};
+use model::{Customer, CustomerInput, CustomerListParams};
+use store::{CustomerFilter, CustomerRow};
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
+        .routes(routes!(list_customers, create_customer))
+        .routes(routes!(get_customer, update_customer))
+}
+
+const LIST: ListSpec = ListSpec {
+    sorts: &[
+        ("first_name", "first_name_key"),
+        ("last_name", "last_name_key"),
+        ("business_name", "business_name_key"),
+        ("address", "address_key"),
+    ],
+    filters: &["first_name", "last_name", "address", "phone", "customer_number", "updated_date", "shop_id"],
+};
+
+/// List customers.
+#[utoipa::path(get, path = "/api/v1/customers", tag = "customers", params(CustomerListParams),
+    responses((status = 200, body = Page<Customer>), (status = 400, body = Problem), (status = 404, body = Problem), (status = 422, body = Problem)))]
+async fn list_customers(State(state): State<AppState>, caller: Caller, url: RequestUrl) -> Result<Json<Page<Customer>>, ApiError> {
+    let list = ListQuery::parse(&url.params, &LIST)?;
+    let filter = parse_filter(&url, &list)?;
+    let with_details = url.params.bool("with_details")?.unwrap_or(false);
+    let shops = scope::shop_filter(&state.db, &caller, list.filter("shop_id")).await?;
+    let (rows, total) = store::list(&state.db, caller.company_id, &shops, &filter, &list).await?;
+    let mut data: Vec<Customer> = rows.into_iter().map(Customer::from).collect();
+    if with_details {
+        details::attach(&state.db, &caller, &mut data).await?;
+    }
+    Ok(Json(list.into_page(&url, data, total)))
+}
+
+/// `customer_id` and the `filter[...]` values; an empty value means no filter.
+fn parse_filter(url: &RequestUrl, list: &ListQuery) -> Result<CustomerFilter, ApiError> {
+    let mut errors = FieldErrors::default();
+    let given = |name: &str| list.filter(name).map(str::trim).filter(|v| !v.is_empty());
+    let id = match url.params.get("customer_id").map(str::trim).filter(|v| !v.is_empty()) {
+        None => None,
+        Some(raw) => raw.parse::<i64>().map(Some).unwrap_or_else(|_| {
+            errors.add("customer_id", "The customer_id parameter must be an integer.");
+            None
+        }),
+    };
+    let phone_digits = given("phone").and_then(|raw| {
+        let digits = store::digits(raw);
+        if digits.is_empty() {
+            errors.add("filter[phone]", "The filter[phone] parameter must contain digits.");
+        }
+        Some(digits).filter(|d| !d.is_empty())
+    });
+    let updated = given("updated_date").and_then(|raw| match body::parse_date(raw) {
+        Some(day) => {
+            let start = NaiveDate::parse_from_str(&day, "%Y-%m-%d").ok()?.and_time(chrono::NaiveTime::MIN).and_utc();
+            let start = start.timestamp_micros();
+            Some((start, start + 86_400_000_000))
+        }
+        None => {
+            errors.add("filter[updated_date]", "The filter[updated_date] parameter must be a date (YYYY-MM-DD).");
+            None
+        }
+    });
+    errors.into_result()?;
+    Ok(CustomerFilter {
+        id,
+        first_name: given("first_name").map(str::to_lowercase),
+        last_name: given("last_name").map(str::to_lowercase),
+        address: given("address").map(str::to_lowercase),
+        phone_digits,
+        customer_number: given("customer_number").map(str::to_owned),
+        updated,
+    })
+}
+
+/// Get one customer.
+#[utoipa::path(get, path = "/api/v1/customers/{CustomerID}", tag = "customers", params(("CustomerID" = i64, Path)),
+    responses((status = 200, body = Customer), (status = 404, body = Problem)))]
+async fn get_customer(State(state): State<AppState>, caller: Caller, Path(id): Path<String>) -> Result<Json<Customer>, ApiError> {
+    Ok(Json(visible_customer(&state, &caller, &id).await?.into()))
+}
+
+/// Create a customer (`write` or `admin` key).
+#[utoipa::path(post, path = "/api/v1/customers", tag = "customers", request_body = CustomerInput,
+    responses((status = 201, body = Customer), (status = 400, body = Problem), (status = 422, body = Problem)))]
+async fn create_customer(
+    State(state): State<AppState>,
+    caller: Caller,
+    JsonBody(body): JsonBody<CustomerInput>,
+) -> Result<Response, ApiError> {
+    caller.require(Role::Write)?;
+    let (fields, mut reader) = input::read(body, None);
+    if !reader.errors.has("shop_id") {
+        scope::body_shop(&state.db, &caller, Some(fields.shop_id), &mut reader.errors).await?;
+    }
+    reader.errors.into_result()?;
+    let row = store::insert(&state.db, caller.company_id, &fields).await.map_err(unique_as_invalid("customer_number"))?;
+    Ok(created(format!("/api/v1/customers/{}", row.id), Customer::from(row)))
+}
+
+/// Update a customer (`write` or `admin` key). Omitted fields keep their value.
+#[utoipa::path(put, path = "/api/v1/customers/{CustomerID}", tag = "customers", params(("CustomerID" = i64, Path)),
+    request_body = CustomerInput,
+    responses((status = 200, body = Customer), (status = 400, body = Problem), (status = 404, body = Problem), (status = 422, body = Problem)))]
+async fn update_customer(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    JsonBody(body): JsonBody<CustomerInput>,
+) -> Result<Json<Customer>, ApiError> {
+    caller.require(Role::Write)?;
+    let current = visible_customer(&state, &caller, &id).await?;
+    let (id, current_shop) = (current.id, current.shop_id);
+    let (fields, mut reader) = input::read(body, Some(current.into()));
+    if !reader.errors.has("shop_id") && fields.shop_id != current_shop {
+        scope::body_shop(&state.db, &caller, Some(fields.shop_id), &mut reader.errors).await?;
+    }
+    reader.errors.into_result()?;
+    let row = store::update(&state.db, caller.company_id, id, &fields)
+        .await
+        .map_err(unique_as_invalid("customer_number"))?
+        .ok_or_else(|| ApiError::not_found("Customer"))?;
+    Ok(Json(row.into()))
+}
+
+/// A customer of the caller's company in a shop the key may see, from a path id; else 404.
+pub async fn visible_customer(state: &AppState, caller: &Caller, raw_id: &str) -> Result<CustomerRow, ApiError> {
+    let id = path_id(raw_id, "Customer")?;
+    store::find(&state.db, caller.company_id, id)
+        .await?
+        .filter(|c| caller.can_see_shop(c.shop_id))
+        .ok_or_else(|| ApiError::not_found("Customer"))
 }

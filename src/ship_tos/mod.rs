@@ -1,9 +1,149 @@
-//! ship-tos routes (being implemented; this module has no routes yet).
+//! Ship-to addresses of a customer, reached only through that customer:
+//! `/api/v1/customers/{customer_id}/ship_tos[/{ship_to_id}]`.
 
-use utoipa_axum::router::OpenApiRouter;
+pub mod model;
+pub mod store;
 
-use crate::app::AppState;
+use axum::{
+    Json,
+    extract::{Path, State},
+    response::Response,
+};
+use utoipa_axum::{router::OpenApiRouter, routes};
+
+use crate::{
+    app::AppState,
+    auth::{Caller, Role},
+    customers::{
+        body::{In, Reader},
+        visible_customer,
+    },
+    error::{ApiError, Problem},
+    extract::{JsonBody, path_id},
+    listing::{ListQuery, ListSpec, Page, RequestUrl},
+    respond::{created, unique_as_invalid},
+    scope::{self, ShopFilter},
+    validate,
+};
+use model::{ShipTo, ShipToInput, ShipToListParams};
+use store::ShipToFields;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
+        .routes(routes!(list_ship_tos, create_ship_to))
+        .routes(routes!(get_ship_to, update_ship_to))
+}
+
+const LIST: ListSpec = ListSpec { sorts: &[("number", "number"), ("name", "name_key")], filters: &["shop_id"] };
+
+/// List a customer's ship-to addresses.
+#[utoipa::path(get, path = "/api/v1/customers/{customer_id}/ship_tos", tag = "customers",
+    params(("customer_id" = i64, Path), ShipToListParams),
+    responses((status = 200, body = Page<ShipTo>), (status = 400, body = Problem), (status = 404, body = Problem), (status = 422, body = Problem)))]
+async fn list_ship_tos(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(customer_id): Path<String>,
+    url: RequestUrl,
+) -> Result<Json<Page<ShipTo>>, ApiError> {
+    let list = ListQuery::parse(&url.params, &LIST)?;
+    let customer = visible_customer(&state, &caller, &customer_id).await?;
+    let shops = scope::shop_filter(&state.db, &caller, list.filter("shop_id")).await?;
+    if let ShopFilter::Only(ids) = &shops {
+        if !ids.contains(&customer.shop_id) {
+            return Ok(Json(list.into_page(&url, Vec::new(), 0)));
+        }
+    }
+    let (rows, total) = store::list(&state.db, caller.company_id, customer.id, &list).await?;
+    Ok(Json(list.into_page(&url, rows.into_iter().map(ShipTo::from).collect(), total)))
+}
+
+/// Get one ship-to of the customer.
+#[utoipa::path(get, path = "/api/v1/customers/{customer_id}/ship_tos/{ship_to_id}", tag = "customers",
+    params(("customer_id" = i64, Path), ("ship_to_id" = i64, Path)),
+    responses((status = 200, body = ShipTo), (status = 404, body = Problem)))]
+async fn get_ship_to(State(state): State<AppState>, caller: Caller, Path((customer_id, id)): Path<(String, String)>) -> Result<Json<ShipTo>, ApiError> {
+    let customer = visible_customer(&state, &caller, &customer_id).await?;
+    let id = path_id(&id, "Ship-to")?;
+    let row = store::find(&state.db, caller.company_id, customer.id, id).await?.ok_or_else(|| ApiError::not_found("Ship-to"))?;
+    Ok(Json(row.into()))
+}
+
+/// Create a ship-to for the customer (`write` or `admin` key).
+#[utoipa::path(post, path = "/api/v1/customers/{customer_id}/ship_tos", tag = "customers",
+    params(("customer_id" = i64, Path)), request_body = ShipToInput,
+    responses((status = 201, body = ShipTo), (status = 400, body = Problem), (status = 404, body = Problem), (status = 422, body = Problem)))]
+async fn create_ship_to(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(customer_id): Path<String>,
+    JsonBody(input): JsonBody<ShipToInput>,
+) -> Result<Response, ApiError> {
+    caller.require(Role::Write)?;
+    let customer = visible_customer(&state, &caller, &customer_id).await?;
+    let fields = read(input)?;
+    let row = store::insert(&state.db, caller.company_id, customer.id, &fields).await.map_err(unique_as_invalid("number"))?;
+    Ok(created(format!("/api/v1/customers/{}/ship_tos/{}", customer.id, row.id), ShipTo::from(row)))
+}
+
+/// Replace a ship-to of the customer (`write` or `admin` key); the body is the create body.
+#[utoipa::path(put, path = "/api/v1/customers/{customer_id}/ship_tos/{ship_to_id}", tag = "customers",
+    params(("customer_id" = i64, Path), ("ship_to_id" = i64, Path)), request_body = ShipToInput,
+    responses((status = 200, body = ShipTo), (status = 400, body = Problem), (status = 404, body = Problem), (status = 422, body = Problem)))]
+async fn update_ship_to(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path((customer_id, id)): Path<(String, String)>,
+    JsonBody(input): JsonBody<ShipToInput>,
+) -> Result<Json<ShipTo>, ApiError> {
+    caller.require(Role::Write)?;
+    let customer = visible_customer(&state, &caller, &customer_id).await?;
+    let id = path_id(&id, "Ship-to")?;
+    store::find(&state.db, caller.company_id, customer.id, id).await?.ok_or_else(|| ApiError::not_found("Ship-to"))?;
+    let fields = read(input)?;
+    let row = store::update(&state.db, caller.company_id, customer.id, id, &fields)
+        .await
+        .map_err(unique_as_invalid("number"))?
+        .ok_or_else(|| ApiError::not_found("Ship-to"))?;
+    Ok(Json(row.into()))
+}
+
+/// Every field present; `number`, `name`, `address`, `city`, `state`, `zip` not blank; `email`
+/// null, empty or an address; phones and fax may be empty.
+fn read(input: ShipToInput) -> Result<ShipToFields, ApiError> {
+    let mut r = Reader::default();
+    let field = |r: &mut Reader, name: &str, v, blank_ok: bool| {
+        let value = r.text(name, v);
+        let value = if blank_ok { value } else { r.not_blank(name, value) };
+        let out = r.required(name, value).unwrap_or_default();
+        validate::max_len(&mut r.errors, name, &out, 255);
+        out
+    };
+    let number = field(&mut r, "number", input.number, false);
+    let name = field(&mut r, "name", input.name, false);
+    let address = field(&mut r, "address", input.address, false);
+    let city = field(&mut r, "city", input.city, false);
+    let state = field(&mut r, "state", input.state, false);
+    let zip = field(&mut r, "zip", input.zip, false);
+    let work_phone = field(&mut r, "work_phone", input.work_phone, true);
+    let fax = field(&mut r, "fax", input.fax, true);
+    let home_phone = field(&mut r, "home_phone", input.home_phone, true);
+    let cell_phone = field(&mut r, "cell_phone", input.cell_phone, true);
+    let email = match r.text("email", input.email) {
+        In::Set(v) if v.is_empty() => None,
+        In::Set(v) => {
+            validate::email(&mut r.errors, "email", &v);
+            validate::max_len(&mut r.errors, "email", &v, 255);
+            Some(v)
+        }
+        In::Null => None,
+        In::Absent => {
+            if !r.errors.has("email") {
+                r.errors.add("email", "The email field must be present (it may be null).");
+            }
+            None
+        }
+    };
+    r.errors.into_result()?;
+    Ok(ShipToFields { number, name, address, city, state, zip, email, work_phone, fax, home_phone, cell_phone })
 }

@@ -1,0 +1,291 @@
+//! Customer wire types: the response object, the create/update body, and the list parameters.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use utoipa::{IntoParams, ToSchema};
+
+use super::{
+    body::{present, serialize_opt_money},
+    store::CustomerRow,
+};
+use crate::{
+    receivables::model::{AccountPayment, Receivable},
+    ship_tos::model::ShipTo,
+    time::format_micros,
+};
+
+/// The customer's phone numbers (replaces the deprecated `home_phone`, `work_phone`,
+/// `cell_phone` and `fax` fields, which carry the same values).
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct CustomerPhone {
+    pub home: String,
+    pub work: String,
+    pub cell: String,
+    pub fax: String,
+}
+
+/// A customer. The `with_details` fields appear only in `GET /api/v1/customers?with_details=true`.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Customer {
+    pub customer_id: i64,
+    pub shop_id: i64,
+    pub business_name: String,
+    pub first_name: String,
+    pub last_name: String,
+    pub address: String,
+    pub city: String,
+    pub state: String,
+    pub zip: String,
+    pub phone: CustomerPhone,
+    pub email: Option<String>,
+    pub allow_marketing: bool,
+    pub comments: String,
+    pub cell_provider: String,
+    pub active: bool,
+    /// Tax-exempt certificate on file.
+    pub tax_exempt: bool,
+    /// Money, at most two decimals; null when never set.
+    #[serde(serialize_with = "serialize_opt_money")]
+    #[schema(value_type = Option<f64>, example = 2500.0)]
+    pub credit_limit: Option<i64>,
+    /// Accepted as a number or a string; always returned as a string.
+    pub extension: String,
+    pub customer_type: String,
+    /// The name of the customer's terms; the same value as `customer_pay_type`.
+    pub terms: String,
+    /// Unique in the company when not empty.
+    pub customer_number: String,
+    /// The name of the customer's terms; the same value as `terms`.
+    pub customer_pay_type: String,
+    /// Creation time.
+    pub timestamp: String,
+    pub updated_at: String,
+    /// Deprecated: use `phone.home`.
+    #[schema(deprecated)]
+    pub home_phone: String,
+    /// Deprecated: use `phone.cell`.
+    #[schema(deprecated)]
+    pub cell_phone: String,
+    /// Deprecated: use `phone.work`.
+    #[schema(deprecated)]
+    pub work_phone: String,
+    /// Deprecated: use `phone.fax`.
+    #[schema(deprecated)]
+    pub fax: String,
+    /// `with_details`: distinct vehicles of the customer's appointments.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vehicles: Option<Vec<CustomerVehicle>>,
+    /// `with_details`: the customer's appointments.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Vec<Object>>)]
+    pub schedule: Option<Vec<Value>>,
+    /// `with_details`: the customer's ship-to addresses.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ship_tos: Option<Vec<ShipTo>>,
+    /// `with_details`: the customer's accounts receivable entries (of the shops the key sees).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub accounts_receivable: Option<Vec<Receivable>>,
+    /// `with_details`: payments on those entries.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub account_payments: Option<Vec<AccountPayment>>,
+}
+
+impl From<CustomerRow> for Customer {
+    fn from(r: CustomerRow) -> Self {
+        Customer {
+            customer_id: r.id,
+            shop_id: r.shop_id,
+            business_name: r.business_name,
+            first_name: r.first_name,
+            last_name: r.last_name,
+            address: r.address,
+            city: r.city,
+            state: r.state,
+            zip: r.zip,
+            phone: CustomerPhone {
+                home: r.home_phone.clone(),
+                work: r.work_phone.clone(),
+                cell: r.cell_phone.clone(),
+                fax: r.fax.clone(),
+            },
+            email: r.email,
+            allow_marketing: r.allow_marketing,
+            comments: r.comments,
+            cell_provider: r.cell_provider,
+            active: r.active,
+            tax_exempt: r.tax_exempt,
+            credit_limit: r.credit_limit,
+            extension: r.extension,
+            customer_type: r.customer_type,
+            customer_pay_type: r.terms.clone(),
+            terms: r.terms,
+            customer_number: r.customer_number,
+            timestamp: format_micros(r.created_at),
+            updated_at: format_micros(r.updated_at),
+            home_phone: r.home_phone,
+            cell_phone: r.cell_phone,
+            work_phone: r.work_phone,
+            fax: r.fax,
+            vehicles: None,
+            schedule: None,
+            ship_tos: None,
+            accounts_receivable: None,
+            account_payments: None,
+        }
+    }
+}
+
+/// A vehicle of the customer's appointments (`with_details`).
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct CustomerVehicle {
+    pub vehicle_id: Option<i64>,
+    pub year: String,
+    pub make: String,
+    pub model: String,
+}
+
+/// Phone numbers in a request; each one is optional.
+#[derive(Debug, Deserialize, ToSchema)]
+#[allow(dead_code)]
+pub struct PhoneInput {
+    home: Option<String>,
+    work: Option<String>,
+    cell: Option<String>,
+    fax: Option<String>,
+}
+
+/// Body of `POST /api/v1/customers` and `PUT /api/v1/customers/{CustomerID}`.
+///
+/// Create requires `shop_id, business_name, first_name, last_name, address, city, state, zip`
+/// (`business_name` may be empty). PUT requires nothing; omitted fields keep their value and
+/// read-only fields of the response (`customer_id`, `timestamp`, `updated_at`) are ignored.
+/// Phones may come in the `phone` object or the deprecated fields; the object wins.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+pub struct CustomerInput {
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<i64>)]
+    pub shop_id: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<String>)]
+    pub business_name: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<String>)]
+    pub first_name: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<String>)]
+    pub last_name: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<String>)]
+    pub address: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<String>)]
+    pub city: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<String>)]
+    pub state: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<String>)]
+    pub zip: Option<Value>,
+    /// `{home, work, cell, fax}`; wins over the deprecated fields.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<PhoneInput>)]
+    pub phone: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<String>, deprecated)]
+    pub home_phone: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<String>, deprecated)]
+    pub work_phone: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<String>, deprecated)]
+    pub cell_phone: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<String>, deprecated)]
+    pub fax: Option<Value>,
+    /// An e-mail address; null or empty for none.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<String>)]
+    pub email: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<String>)]
+    pub comments: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<String>)]
+    pub cell_provider: Option<Value>,
+    /// Default true.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<bool>)]
+    pub active: Option<Value>,
+    /// Default false.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<bool>)]
+    pub tax_exempt: Option<Value>,
+    /// Default false.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<bool>)]
+    pub allow_marketing: Option<Value>,
+    /// Money (at most two decimals, not negative); null clears it.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<f64>)]
+    pub credit_limit: Option<Value>,
+    /// A number or a string.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<String>)]
+    pub extension: Option<Value>,
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<String>)]
+    pub customer_type: Option<Value>,
+    /// The customer's terms (same value as `terms`; when both are sent they must match).
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<String>)]
+    pub customer_pay_type: Option<Value>,
+    /// Same value as `customer_pay_type`.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<String>)]
+    pub terms: Option<Value>,
+    /// Unique in the company when not empty.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<String>)]
+    pub customer_number: Option<Value>,
+}
+
+/// Query parameters of `GET /api/v1/customers`.
+#[derive(IntoParams)]
+#[into_params(parameter_in = Query)]
+#[allow(dead_code)]
+pub struct CustomerListParams {
+    /// Page number, from 1.
+    #[param(minimum = 1)]
+    page: Option<i64>,
+    /// Items per page, 1 to 100 (default 10).
+    #[param(rename = "pageSize", minimum = 1, maximum = 100)]
+    page_size: Option<i64>,
+    /// Comma-separated fields among `first_name`, `last_name`, `business_name`, `address`
+    /// (case-insensitive); prefix `-` for descending. Ties are broken by id.
+    sort: Option<String>,
+    /// Adds `vehicles`, `schedule`, `ship_tos`, `accounts_receivable` and `account_payments`.
+    with_details: Option<bool>,
+    /// One customer by id.
+    customer_id: Option<i64>,
+    /// Case-insensitive substring.
+    #[param(rename = "filter[first_name]")]
+    filter_first_name: Option<String>,
+    /// Case-insensitive substring.
+    #[param(rename = "filter[last_name]")]
+    filter_last_name: Option<String>,
+    /// Case-insensitive substring of the street address.
+    #[param(rename = "filter[address]")]
+    filter_address: Option<String>,
+    /// Digits only (`(555) 010-2030` = `5550102030`), a substring of any of the four phones.
+    #[param(rename = "filter[phone]")]
+    filter_phone: Option<String>,
+    /// Exact.
+    #[param(rename = "filter[customer_number]")]
+    filter_customer_number: Option<String>,
+    /// `YYYY-MM-DD`: last updated on that UTC day.
+    #[param(rename = "filter[updated_date]")]
+    filter_updated_date: Option<String>,
+    /// One shop; omitted means every shop of the company the key may see.
+    #[param(rename = "filter[shop_id]")]
+    filter_shop_id: Option<i64>,
+}

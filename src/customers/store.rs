@@ -1,0 +1,280 @@
+//! Customer queries. Every statement is scoped by `company_id`; filters read the shadow columns
+//! (`*_key`, `phone_digits`) that inserts and updates keep in step with the values.
+
+use crate::{
+    db::{Db, DbError, Query, now_micros},
+    listing::{ListQuery, fetch_page},
+    scope::ShopFilter,
+};
+
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct CustomerRow {
+    pub id: i64,
+    pub shop_id: i64,
+    pub business_name: String,
+    pub first_name: String,
+    pub last_name: String,
+    pub address: String,
+    pub city: String,
+    pub state: String,
+    pub zip: String,
+    pub home_phone: String,
+    pub work_phone: String,
+    pub cell_phone: String,
+    pub fax: String,
+    /// `None` when the customer has no e-mail address.
+    pub email: Option<String>,
+    pub comments: String,
+    pub cell_provider: String,
+    pub active: bool,
+    pub tax_exempt: bool,
+    pub allow_marketing: bool,
+    /// Cents; `None` when never set.
+    pub credit_limit: Option<i64>,
+    pub extension: String,
+    pub customer_type: String,
+    pub terms: String,
+    pub customer_number: String,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+pub const COLUMNS: &str = "id, shop_id, business_name, first_name, last_name, address, city, state, zip, \
+    home_phone, work_phone, cell_phone, fax, email, comments, cell_provider, active, tax_exempt, allow_marketing, \
+    credit_limit, extension, customer_type, terms, customer_number, created_at, updated_at";
+
+/// What a create or update writes (the stored values, already validated).
+#[derive(Debug, Clone)]
+pub struct CustomerFields {
+    pub shop_id: i64,
+    pub business_name: String,
+    pub first_name: String,
+    pub last_name: String,
+    pub address: String,
+    pub city: String,
+    pub state: String,
+    pub zip: String,
+    pub home_phone: String,
+    pub work_phone: String,
+    pub cell_phone: String,
+    pub fax: String,
+    pub email: Option<String>,
+    pub comments: String,
+    pub cell_provider: String,
+    pub active: bool,
+    pub tax_exempt: bool,
+    pub allow_marketing: bool,
+    pub credit_limit: Option<i64>,
+    pub extension: String,
+    pub customer_type: String,
+    pub terms: String,
+    pub customer_number: String,
+}
+
+impl From<CustomerRow> for CustomerFields {
+    fn from(r: CustomerRow) -> Self {
+        CustomerFields {
+            shop_id: r.shop_id,
+            business_name: r.business_name,
+            first_name: r.first_name,
+            last_name: r.last_name,
+            address: r.address,
+            city: r.city,
+            state: r.state,
+            zip: r.zip,
+            home_phone: r.home_phone,
+            work_phone: r.work_phone,
+            cell_phone: r.cell_phone,
+            fax: r.fax,
+            email: r.email,
+            comments: r.comments,
+            cell_provider: r.cell_provider,
+            active: r.active,
+            tax_exempt: r.tax_exempt,
+            allow_marketing: r.allow_marketing,
+            credit_limit: r.credit_limit,
+            extension: r.extension,
+            customer_type: r.customer_type,
+            terms: r.terms,
+            customer_number: r.customer_number,
+        }
+    }
+}
+
+/// The digits of a phone number: what `filter[phone]` compares.
+pub fn digits(s: &str) -> String {
+    s.chars().filter(char::is_ascii_digit).collect()
+}
+
+/// `|home|work|cell|fax|` as digits: a `LIKE '%d%'` on it matches inside one number only.
+pub fn phone_digits(f: &CustomerFields) -> String {
+    format!("|{}|{}|{}|{}|", digits(&f.home_phone), digits(&f.work_phone), digits(&f.cell_phone), digits(&f.fax))
+}
+
+/// `%text%` for `LIKE ... ESCAPE '\'`, with the user's `%`, `_` and `\` taken literally.
+pub fn contains_pattern(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 2);
+    out.push('%');
+    for c in text.chars() {
+        if matches!(c, '%' | '_' | '\\') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out.push('%');
+    out
+}
+
+/// The list filters, already parsed (text lower-cased, phone reduced to digits).
+#[derive(Debug, Default)]
+pub struct CustomerFilter {
+    pub id: Option<i64>,
+    pub first_name: Option<String>,
+    pub last_name: Option<String>,
+    pub address: Option<String>,
+    pub phone_digits: Option<String>,
+    pub customer_number: Option<String>,
+    /// `[from, to)` in microseconds.
+    pub updated: Option<(i64, i64)>,
+}
+
+pub async fn list(
+    db: &Db,
+    company_id: i64,
+    shops: &ShopFilter,
+    filter: &CustomerFilter,
+    list: &ListQuery,
+) -> Result<(Vec<CustomerRow>, i64), DbError> {
+    let mut q = Query::new("FROM customers WHERE company_id = $1").bind(company_id);
+    shops.push_sql(&mut q, "shop_id");
+    if let Some(id) = filter.id {
+        q.push(" AND id = ").push_bind(id);
+    }
+    for (column, value) in [
+        ("first_name_key", &filter.first_name),
+        ("last_name_key", &filter.last_name),
+        ("address_key", &filter.address),
+        ("phone_digits", &filter.phone_digits),
+    ] {
+        if let Some(value) = value {
+            q.push(" AND ").push(column).push(" LIKE ").push_bind(contains_pattern(value)).push(" ESCAPE '\\'");
+        }
+    }
+    if let Some(number) = &filter.customer_number {
+        q.push(" AND customer_number = ").push_bind(number);
+    }
+    if let Some((from, to)) = filter.updated {
+        q.push(" AND updated_at >= ").push_bind(from).push(" AND updated_at < ").push_bind(to);
+    }
+    fetch_page(db, COLUMNS, &q, list, "id").await
+}
+
+/// One customer of the company (whatever its shop: callers check the key's shop list).
+pub async fn find(db: &Db, company_id: i64, id: i64) -> Result<Option<CustomerRow>, DbError> {
+    let q = Query::new(format!("SELECT {COLUMNS} FROM customers WHERE company_id = $1 AND id = $2"))
+        .bind(company_id)
+        .bind(id);
+    db.fetch_optional(&q).await
+}
+
+/// The company's customers among `ids`, in id order (unknown ids are skipped).
+pub async fn by_ids(db: &Db, company_id: i64, ids: &[i64]) -> Result<Vec<CustomerRow>, DbError> {
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut q = Query::new(format!("SELECT {COLUMNS} FROM customers WHERE company_id = $1 AND id IN ")).bind(company_id);
+    q.push_in_list(ids).push(" ORDER BY id");
+    db.fetch_all(&q).await
+}
+
+/// Binds the stored values and their shadow columns as `$first..$first+27` in [`VALUE_COLUMNS`]
+/// order.
+fn bind_fields(q: Query, f: &CustomerFields) -> Query {
+    q.bind(f.shop_id)
+        .bind(&f.business_name)
+        .bind(&f.first_name)
+        .bind(&f.last_name)
+        .bind(&f.address)
+        .bind(&f.city)
+        .bind(&f.state)
+        .bind(&f.zip)
+        .bind(&f.home_phone)
+        .bind(&f.work_phone)
+        .bind(&f.cell_phone)
+        .bind(&f.fax)
+        .bind(f.email.clone())
+        .bind(&f.comments)
+        .bind(&f.cell_provider)
+        .bind(f.active)
+        .bind(f.tax_exempt)
+        .bind(f.allow_marketing)
+        .bind(f.credit_limit)
+        .bind(&f.extension)
+        .bind(&f.customer_type)
+        .bind(&f.terms)
+        .bind(&f.customer_number)
+        .bind(f.first_name.to_lowercase())
+        .bind(f.last_name.to_lowercase())
+        .bind(f.business_name.to_lowercase())
+        .bind(f.address.to_lowercase())
+        .bind(phone_digits(f))
+}
+
+const VALUE_COLUMNS: [&str; 28] = [
+    "shop_id", "business_name", "first_name", "last_name", "address", "city", "state", "zip", "home_phone",
+    "work_phone", "cell_phone", "fax", "email", "comments", "cell_provider", "active", "tax_exempt",
+    "allow_marketing", "credit_limit", "extension", "customer_type", "terms", "customer_number",
+    "first_name_key", "last_name_key", "business_name_key", "address_key", "phone_digits",
+];
+
+fn insert_query(company_id: i64, f: &CustomerFields, now: i64) -> Query {
+    let placeholders: Vec<String> = (3..3 + VALUE_COLUMNS.len()).map(|n| format!("${n}")).collect();
+    let q = Query::new(format!(
+        "INSERT INTO customers (company_id, created_at, updated_at, {}) VALUES ($1, $2, $2, {}) RETURNING {COLUMNS}",
+        VALUE_COLUMNS.join(", "),
+        placeholders.join(", ")
+    ))
+    .bind(company_id)
+    .bind(now);
+    bind_fields(q, f)
+}
+
+/// `Err(DbError::Unique)` when the company already has a customer with that `customer_number`.
+pub async fn insert(db: &Db, company_id: i64, f: &CustomerFields) -> Result<CustomerRow, DbError> {
+    let q = insert_query(company_id, f, now_micros());
+    db.write_fetch_optional(&q).await?.ok_or(DbError::Other(sqlx::Error::RowNotFound))
+}
+
+/// Inserts inside a transaction (the demo data loader).
+pub async fn insert_tx(tx: &mut crate::db::Tx, company_id: i64, f: &CustomerFields, now: i64) -> Result<CustomerRow, DbError> {
+    tx.fetch_optional(&insert_query(company_id, f, now)).await?.ok_or(DbError::Other(sqlx::Error::RowNotFound))
+}
+
+/// `Err(DbError::Unique)` on a duplicate `customer_number`; `None` when no such customer.
+pub async fn update(db: &Db, company_id: i64, id: i64, f: &CustomerFields) -> Result<Option<CustomerRow>, DbError> {
+    let sets: Vec<String> = VALUE_COLUMNS.iter().enumerate().map(|(i, c)| format!("{c} = ${}", i + 4)).collect();
+    let q = Query::new(format!(
+        "UPDATE customers SET updated_at = $3, {} WHERE company_id = $1 AND id = $2 RETURNING {COLUMNS}",
+        sets.join(", ")
+    ))
+    .bind(company_id)
+    .bind(id)
+    .bind(now_micros());
+    db.write_fetch_optional(&bind_fields(q, f)).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn like_patterns_escape_wildcards() {
+        assert_eq!(contains_pattern("a%b_c\\d"), "%a\\%b\\_c\\\\d%");
+        assert_eq!(contains_pattern("smith"), "%smith%");
+    }
+
+    #[test]
+    fn phones_reduce_to_separated_digits() {
+        assert_eq!(digits("(555) 010-2030"), "5550102030");
+    }
+}

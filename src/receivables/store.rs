@@ -1,0 +1,219 @@
+//! Accounts receivable and payment queries, always scoped by company and customer.
+
+use crate::{
+    db::{Db, DbError, Query, Tx, now_micros},
+    listing::{ListQuery, fetch_page},
+    scope::ShopFilter,
+};
+
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct ReceivableRow {
+    pub id: i64,
+    pub customer_id: i64,
+    pub shop_id: i64,
+    pub reference: String,
+    pub repair_order_id: Option<i64>,
+    pub date: String,
+    pub due_date: String,
+    pub actual_date: String,
+    /// Cents.
+    pub amount: i64,
+    /// Cents.
+    pub balance: i64,
+    pub payment_date: Option<String>,
+}
+
+const COLUMNS: &str =
+    "id, customer_id, shop_id, reference, repair_order_id, date, due_date, actual_date, amount, balance, payment_date";
+
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct PaymentRow {
+    pub id: i64,
+    pub customer_id: i64,
+    pub accounts_receivable_id: i64,
+    pub amount: i64,
+    pub date: String,
+}
+
+/// The list filters, parsed. `ranges` are `(column, ">=" or "<=", YYYY-MM-DD)`.
+#[derive(Debug, Default)]
+pub struct ReceivableFilter {
+    pub paid: Option<bool>,
+    pub ranges: Vec<(&'static str, &'static str, String)>,
+    pub reference: Option<String>,
+    pub repair_order_id: Option<i64>,
+}
+
+pub async fn list(
+    db: &Db,
+    company_id: i64,
+    customer_id: i64,
+    shops: &ShopFilter,
+    filter: &ReceivableFilter,
+    list: &ListQuery,
+) -> Result<(Vec<ReceivableRow>, i64), DbError> {
+    let mut q = Query::new("FROM accounts_receivable WHERE company_id = $1 AND customer_id = $2").bind(company_id).bind(customer_id);
+    shops.push_sql(&mut q, "shop_id");
+    match filter.paid {
+        Some(true) => q.push(" AND balance = 0"),
+        Some(false) => q.push(" AND balance > 0"),
+        None => &mut q,
+    };
+    for (column, op, date) in &filter.ranges {
+        q.push(" AND ").push(column).push(" ").push(op).push(" ").push_bind(date.as_str());
+    }
+    if let Some(reference) = &filter.reference {
+        q.push(" AND reference = ").push_bind(reference);
+    }
+    if let Some(id) = filter.repair_order_id {
+        q.push(" AND repair_order_id = ").push_bind(id);
+    }
+    fetch_page(db, COLUMNS, &q, list, "id").await
+}
+
+pub async fn find(db: &Db, company_id: i64, customer_id: i64, id: i64) -> Result<Option<ReceivableRow>, DbError> {
+    let q = Query::new(format!(
+        "SELECT {COLUMNS} FROM accounts_receivable WHERE company_id = $1 AND customer_id = $2 AND id = $3"
+    ))
+    .bind(company_id)
+    .bind(customer_id)
+    .bind(id);
+    db.fetch_optional(&q).await
+}
+
+/// Every entry of these customers in the given shops (`with_details`), by customer then id.
+pub async fn for_customers(db: &Db, company_id: i64, shops: &ShopFilter, customer_ids: &[i64]) -> Result<Vec<ReceivableRow>, DbError> {
+    if customer_ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut q = Query::new(format!("SELECT {COLUMNS} FROM accounts_receivable WHERE company_id = $1")).bind(company_id);
+    shops.push_sql(&mut q, "shop_id");
+    q.push(" AND customer_id IN ").push_in_list(customer_ids).push(" ORDER BY customer_id, id");
+    db.fetch_all(&q).await
+}
+
+/// Every payment on those entries (`with_details`), by customer then id.
+pub async fn payments_for_customers(
+    db: &Db,
+    company_id: i64,
+    shops: &ShopFilter,
+    customer_ids: &[i64],
+) -> Result<Vec<PaymentRow>, DbError> {
+    if customer_ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut q = Query::new(
+        "SELECT p.id, p.customer_id, p.accounts_receivable_id, p.amount, p.date FROM account_payments p \
+         JOIN accounts_receivable a ON a.company_id = p.company_id AND a.id = p.accounts_receivable_id \
+         WHERE p.company_id = $1",
+    )
+    .bind(company_id);
+    shops.push_sql(&mut q, "a.shop_id");
+    q.push(" AND p.customer_id IN ").push_in_list(customer_ids).push(" ORDER BY p.customer_id, p.id");
+    db.fetch_all(&q).await
+}
+
+pub struct ReceivableFields {
+    pub shop_id: i64,
+    pub reference: String,
+    pub repair_order_id: Option<i64>,
+    pub date: String,
+    pub due_date: String,
+    pub actual_date: String,
+    pub amount: i64,
+}
+
+/// A new entry: nothing paid yet, so the balance is the amount.
+fn insert_query(company_id: i64, customer_id: i64, f: &ReceivableFields, now: i64) -> Query {
+    Query::new(format!(
+        "INSERT INTO accounts_receivable (company_id, customer_id, shop_id, reference, repair_order_id, date, due_date, \
+         actual_date, amount, balance, created_at, updated_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9, $10, $10) RETURNING {COLUMNS}"
+    ))
+    .bind(company_id)
+    .bind(customer_id)
+    .bind(f.shop_id)
+    .bind(&f.reference)
+    .bind(f.repair_order_id)
+    .bind(&f.date)
+    .bind(&f.due_date)
+    .bind(&f.actual_date)
+    .bind(f.amount)
+    .bind(now)
+}
+
+pub async fn insert(db: &Db, company_id: i64, customer_id: i64, f: &ReceivableFields) -> Result<ReceivableRow, DbError> {
+    db.write_fetch_optional(&insert_query(company_id, customer_id, f, now_micros()))
+        .await?
+        .ok_or(DbError::Other(sqlx::Error::RowNotFound))
+}
+
+/// Outcome of [`pay`].
+pub enum Payment {
+    Applied(ReceivableRow),
+    /// The amount is more than the entry's balance (which is returned).
+    ExceedsBalance(i64),
+    NotFound,
+}
+
+/// Records a payment and lowers the balance in one transaction. The balance check and the
+/// decrement are one conditional `UPDATE`, so concurrent payments can never overdraw an entry.
+pub async fn pay(db: &Db, company_id: i64, customer_id: i64, id: i64, amount: i64, date: &str) -> Result<Payment, DbError> {
+    let mut tx = db.begin().await?;
+    let outcome = pay_tx(&mut tx, company_id, customer_id, id, amount, date, now_micros()).await?;
+    if matches!(outcome, Payment::Applied(_)) {
+        tx.commit().await?;
+    }
+    Ok(outcome)
+}
+
+pub async fn pay_tx(
+    tx: &mut Tx,
+    company_id: i64,
+    customer_id: i64,
+    id: i64,
+    amount: i64,
+    date: &str,
+    now: i64,
+) -> Result<Payment, DbError> {
+    let q = Query::new(format!(
+        "UPDATE accounts_receivable SET balance = balance - $4, updated_at = $6, \
+         payment_date = CASE WHEN payment_date IS NULL OR payment_date < $5 THEN $5 ELSE payment_date END \
+         WHERE company_id = $1 AND customer_id = $2 AND id = $3 AND balance >= $4 RETURNING {COLUMNS}"
+    ))
+    .bind(company_id)
+    .bind(customer_id)
+    .bind(id)
+    .bind(amount)
+    .bind(date)
+    .bind(now);
+    let Some(row) = tx.fetch_optional::<ReceivableRow>(&q).await? else {
+        let q = Query::new("SELECT balance FROM accounts_receivable WHERE company_id = $1 AND customer_id = $2 AND id = $3")
+            .bind(company_id)
+            .bind(customer_id)
+            .bind(id);
+        return Ok(match tx.fetch_optional::<(i64,)>(&q).await? {
+            Some((balance,)) => Payment::ExceedsBalance(balance),
+            None => Payment::NotFound,
+        });
+    };
+    let q = Query::new(
+        "INSERT INTO account_payments (company_id, customer_id, accounts_receivable_id, amount, date, created_at) \
+         VALUES ($1, $2, $3, $4, $5, $6)",
+    )
+    .bind(company_id)
+    .bind(customer_id)
+    .bind(id)
+    .bind(amount)
+    .bind(date)
+    .bind(now);
+    tx.execute(&q).await?;
+    Ok(Payment::Applied(row))
+}
+
+/// Inserts an entry inside a transaction (the demo data loader).
+pub async fn insert_tx(tx: &mut Tx, company_id: i64, customer_id: i64, f: &ReceivableFields, now: i64) -> Result<ReceivableRow, DbError> {
+    tx.fetch_optional(&insert_query(company_id, customer_id, f, now))
+        .await?
+        .ok_or(DbError::Other(sqlx::Error::RowNotFound))
+}

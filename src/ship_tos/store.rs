@@ -1,0 +1,116 @@
+//! Ship-to queries, always scoped by company and customer.
+
+use crate::{
+    db::{Db, DbError, Query, Tx, now_micros},
+    listing::{ListQuery, fetch_page},
+};
+
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct ShipToRow {
+    pub id: i64,
+    pub customer_id: i64,
+    pub number: String,
+    pub name: String,
+    pub address: String,
+    pub city: String,
+    pub state: String,
+    pub zip: String,
+    pub email: Option<String>,
+    pub work_phone: String,
+    pub fax: String,
+    pub home_phone: String,
+    pub cell_phone: String,
+}
+
+const COLUMNS: &str =
+    "id, customer_id, number, name, address, city, state, zip, email, work_phone, fax, home_phone, cell_phone";
+
+#[derive(Debug, Clone)]
+pub struct ShipToFields {
+    pub number: String,
+    pub name: String,
+    pub address: String,
+    pub city: String,
+    pub state: String,
+    pub zip: String,
+    pub email: Option<String>,
+    pub work_phone: String,
+    pub fax: String,
+    pub home_phone: String,
+    pub cell_phone: String,
+}
+
+pub async fn list(db: &Db, company_id: i64, customer_id: i64, list: &ListQuery) -> Result<(Vec<ShipToRow>, i64), DbError> {
+    let q = Query::new("FROM ship_tos WHERE company_id = $1 AND customer_id = $2").bind(company_id).bind(customer_id);
+    fetch_page(db, COLUMNS, &q, list, "id").await
+}
+
+/// Every ship-to of these customers (`with_details`), by customer then id.
+pub async fn for_customers(db: &Db, company_id: i64, customer_ids: &[i64]) -> Result<Vec<ShipToRow>, DbError> {
+    if customer_ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut q = Query::new(format!("SELECT {COLUMNS} FROM ship_tos WHERE company_id = $1 AND customer_id IN ")).bind(company_id);
+    q.push_in_list(customer_ids).push(" ORDER BY customer_id, id");
+    db.fetch_all(&q).await
+}
+
+pub async fn find(db: &Db, company_id: i64, customer_id: i64, id: i64) -> Result<Option<ShipToRow>, DbError> {
+    let q = Query::new(format!("SELECT {COLUMNS} FROM ship_tos WHERE company_id = $1 AND customer_id = $2 AND id = $3"))
+        .bind(company_id)
+        .bind(customer_id)
+        .bind(id);
+    db.fetch_optional(&q).await
+}
+
+fn bind_fields(q: Query, f: &ShipToFields) -> Query {
+    q.bind(&f.number)
+        .bind(&f.name)
+        .bind(f.name.to_lowercase())
+        .bind(&f.address)
+        .bind(&f.city)
+        .bind(&f.state)
+        .bind(&f.zip)
+        .bind(f.email.clone())
+        .bind(&f.work_phone)
+        .bind(&f.fax)
+        .bind(&f.home_phone)
+        .bind(&f.cell_phone)
+}
+
+fn insert_query(company_id: i64, customer_id: i64, f: &ShipToFields, now: i64) -> Query {
+    let q = Query::new(format!(
+        "INSERT INTO ship_tos (company_id, customer_id, created_at, updated_at, number, name, name_key, address, city, \
+         state, zip, email, work_phone, fax, home_phone, cell_phone) \
+         VALUES ($1, $2, $3, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) RETURNING {COLUMNS}"
+    ))
+    .bind(company_id)
+    .bind(customer_id)
+    .bind(now);
+    bind_fields(q, f)
+}
+
+/// `Err(DbError::Unique)` when the customer already has a ship-to with that number.
+pub async fn insert(db: &Db, company_id: i64, customer_id: i64, f: &ShipToFields) -> Result<ShipToRow, DbError> {
+    db.write_fetch_optional(&insert_query(company_id, customer_id, f, now_micros()))
+        .await?
+        .ok_or(DbError::Other(sqlx::Error::RowNotFound))
+}
+
+pub async fn insert_tx(tx: &mut Tx, company_id: i64, customer_id: i64, f: &ShipToFields, now: i64) -> Result<ShipToRow, DbError> {
+    tx.fetch_optional(&insert_query(company_id, customer_id, f, now)).await?.ok_or(DbError::Other(sqlx::Error::RowNotFound))
+}
+
+/// `None` when the customer has no such ship-to; `Err(DbError::Unique)` on a duplicate number.
+pub async fn update(db: &Db, company_id: i64, customer_id: i64, id: i64, f: &ShipToFields) -> Result<Option<ShipToRow>, DbError> {
+    let q = Query::new(format!(
+        "UPDATE ship_tos SET updated_at = $4, number = $5, name = $6, name_key = $7, address = $8, city = $9, \
+         state = $10, zip = $11, email = $12, work_phone = $13, fax = $14, home_phone = $15, cell_phone = $16 \
+         WHERE company_id = $1 AND customer_id = $2 AND id = $3 RETURNING {COLUMNS}"
+    ))
+    .bind(company_id)
+    .bind(customer_id)
+    .bind(id)
+    .bind(now_micros());
+    db.write_fetch_optional(&bind_fields(q, f)).await
+}
