@@ -1,9 +1,143 @@
-//! appointments routes (being implemented; this module has no routes yet).
+//! Appointments: `GET/POST /api/v1/appointments`, `GET/PUT /api/v1/appointments/{id}`.
 
-use utoipa_axum::router::OpenApiRouter;
+pub mod demo;
+pub mod filters;
+pub mod model;
+pub mod patch;
+pub mod store;
+pub mod timing;
+mod validation;
 
-use crate::app::AppState;
+use std::collections::HashMap;
+
+use axum::{
+    Json,
+    extract::{Path, State},
+    response::Response,
+};
+use utoipa_axum::{router::OpenApiRouter, routes};
+
+pub use demo::load_demo;
+
+use crate::{
+    app::AppState,
+    auth::{Caller, Role},
+    customers::{model::Customer, store as customers},
+    error::{ApiError, Problem},
+    extract::{JsonBody, path_id},
+    listing::{ListQuery, ListSpec, Page, RequestUrl},
+    respond::created,
+    scope,
+};
+use filters::{FILTERS, ListFilters};
+use model::{Appointment, AppointmentInput, AppointmentListParams};
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
+        .routes(routes!(list_appointments, create_appointment))
+        .routes(routes!(get_appointment, update_appointment))
+}
+
+const LIST: ListSpec = ListSpec {
+    sorts: &[
+        ("first_name", "first_name_key"),
+        ("last_name", "last_name_key"),
+        ("timestamp", "created_at"),
+        ("reason", "reason_key"),
+        ("year", "year"),
+        ("date", "start_at"),
+    ],
+    filters: &FILTERS,
+};
+
+/// List appointments.
+///
+/// Shop-local filters (`filter[date]`, `filter[time]`, date-only `start_date`/`end_date` with
+/// `filter_by`) use each shop's own time zone.
+#[utoipa::path(get, path = "/api/v1/appointments", tag = "appointments", params(AppointmentListParams),
+    responses((status = 200, body = Page<Appointment>), (status = 400, body = Problem), (status = 404, body = Problem), (status = 422, body = Problem)))]
+async fn list_appointments(State(state): State<AppState>, caller: Caller, url: RequestUrl) -> Result<Json<Page<Appointment>>, ApiError> {
+    let list = ListQuery::parse(&url.params, &LIST)?;
+    let with_details = url.params.bool("with_details")?.unwrap_or(false);
+    let (mut filters, range) = ListFilters::parse(&url.params, &list)?;
+    let shops = scope::shop_filter(&state.db, &caller, list.filter("shop_id").filter(|s| !s.trim().is_empty())).await?;
+    if let Some(range) = range {
+        filters.resolve_range(&state.db, caller.company_id, &shops, range).await?;
+    }
+    let (rows, total) = store::list(&state.db, caller.company_id, &shops, &filters, &list).await?;
+    let mut data: Vec<Appointment> = rows.into_iter().map(Appointment::from).collect();
+    if with_details {
+        attach_customers(&state, &caller, &mut data).await?;
+    }
+    Ok(Json(list.into_page(&url, data, total)))
+}
+
+/// Adds `customer` to every appointment: the page's customers in one query; a customer outside
+/// the key's shops shows as null.
+async fn attach_customers(state: &AppState, caller: &Caller, data: &mut [Appointment]) -> Result<(), ApiError> {
+    let mut ids: Vec<i64> = data.iter().filter_map(|a| a.customer_id).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    let found: HashMap<i64, serde_json::Value> = customers::by_ids(&state.db, caller.company_id, &ids)
+        .await?
+        .into_iter()
+        .filter(|c| caller.can_see_shop(c.shop_id))
+        .map(|c| (c.id, serde_json::to_value(Customer::from(c)).unwrap_or_default()))
+        .collect();
+    for a in data {
+        a.customer = Some(a.customer_id.and_then(|id| found.get(&id).cloned()));
+    }
+    Ok(())
+}
+
+/// Get one appointment.
+#[utoipa::path(get, path = "/api/v1/appointments/{id}", tag = "appointments", params(("id" = i64, Path)),
+    responses((status = 200, body = Appointment), (status = 404, body = Problem)))]
+async fn get_appointment(State(state): State<AppState>, caller: Caller, Path(id): Path<String>) -> Result<Json<Appointment>, ApiError> {
+    Ok(Json(visible(&state, &caller, &id).await?.into()))
+}
+
+/// Create an appointment (`write` or `admin` key).
+#[utoipa::path(post, path = "/api/v1/appointments", tag = "appointments", request_body = AppointmentInput,
+    responses((status = 201, body = Appointment, description = "Created; `Location` names the new appointment"),
+        (status = 400, body = Problem), (status = 422, body = Problem)))]
+async fn create_appointment(
+    State(state): State<AppState>,
+    caller: Caller,
+    JsonBody(input): JsonBody<AppointmentInput>,
+) -> Result<Response, ApiError> {
+    caller.require(Role::Write)?;
+    let valid = validation::validate(&state.db, &caller, input, None).await?;
+    let mut row = store::insert(&state.db, caller.company_id, &valid.fields).await?;
+    row.column_title = valid.column_title;
+    Ok(created(format!("/api/v1/appointments/{}", row.id), Appointment::from(row)))
+}
+
+/// Update an appointment (`write` or `admin` key). Omitted fields keep their value; `null`
+/// clears a nullable field.
+#[utoipa::path(put, path = "/api/v1/appointments/{id}", tag = "appointments", params(("id" = i64, Path)),
+    request_body = AppointmentInput,
+    responses((status = 200, body = Appointment), (status = 400, body = Problem), (status = 404, body = Problem), (status = 422, body = Problem)))]
+async fn update_appointment(
+    State(state): State<AppState>,
+    caller: Caller,
+    Path(id): Path<String>,
+    JsonBody(input): JsonBody<AppointmentInput>,
+) -> Result<Json<Appointment>, ApiError> {
+    caller.require(Role::Write)?;
+    let current = visible(&state, &caller, &id).await?;
+    let valid = validation::validate(&state.db, &caller, input, Some(&current)).await?;
+    let mut row = store::update(&state.db, caller.company_id, current.id, &valid.fields)
+        .await?
+        .ok_or_else(|| ApiError::not_found("Appointment"))?;
+    row.column_title = valid.column_title;
+    Ok(Json(row.into()))
+}
+
+async fn visible(state: &AppState, caller: &Caller, raw_id: &str) -> Result<store::AppointmentRow, ApiError> {
+    let id = path_id(raw_id, "Appointment")?;
+    store::find(&state.db, caller.company_id, id)
+        .await?
+        .filter(|a| caller.can_see_shop(a.shop_id))
+        .ok_or_else(|| ApiError::not_found("Appointment"))
 }

@@ -1,1 +1,292 @@
+//! Appointments: create, update, validation, roles, scope and customers.
 
+use serde_json::{Value, json};
+
+use crate::support::{Backend, TestApp};
+
+crate::backend_tests!(
+    creates_an_appointment_with_every_field,
+    create_validation_errors_are_keyed_by_field,
+    updates_keep_omitted_fields_and_null_clears,
+    roles_shop_scope_and_companies_are_enforced,
+    customers_fill_names_and_show_in_details,
+);
+
+/// A minimal valid body: the required fields, phones empty.
+pub fn body(shop_id: i64, date: &str) -> Value {
+    json!({"shop_id": shop_id, "date": date, "year": "2019", "make": "Toyota", "model": "Camry",
+        "home_phone": "", "work_phone": "", "cell_phone": ""})
+}
+
+/// `body` with extra fields merged in.
+pub fn body_with(shop_id: i64, date: &str, extra: Value) -> Value {
+    let mut b = body(shop_id, date);
+    for (k, v) in extra.as_object().unwrap() {
+        b[k] = v.clone();
+    }
+    b
+}
+
+/// Creates an appointment and returns the response body.
+pub async fn create(app: &TestApp, key: &str, body: Value) -> Value {
+    let r = app.post(key, "/api/v1/appointments", body).await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    r.body
+}
+
+pub async fn create_id(app: &TestApp, key: &str, body: Value) -> i64 {
+    create(app, key, body).await["appointment_id"].as_i64().unwrap()
+}
+
+pub async fn create_customer(app: &TestApp, key: &str, shop_id: i64, first: &str, last: &str, email: &str) -> i64 {
+    let r = app
+        .post(key, "/api/v1/customers", json!({"shop_id": shop_id, "business_name": "", "first_name": first, "last_name": last,
+            "address": "1 Elm St", "city": "Springfield", "state": "IL", "zip": "62701", "email": email}))
+        .await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    r.body["customer_id"].as_i64().unwrap()
+}
+
+fn is_micros_timestamp(v: &Value) -> bool {
+    let s = v.as_str().unwrap_or("");
+    s.len() == 27 && s.ends_with('Z') && s.as_bytes()[10] == b'T' && s.as_bytes()[19] == b'.'
+}
+
+async fn creates_an_appointment_with_every_field(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let key = &app.admin_key;
+    let shop = app.create_shop(key, "Chicago", "America/Chicago").await;
+    app.create_bay(key, shop, "Lift 1", 0).await;
+    let r = app
+        .post(key, "/api/v1/appointments", json!({
+            "shop_id": shop, "date": "2026-07-09T08:30:00", "year": "2019", "make": "Toyota", "model": "Camry",
+            "home_phone": "555-0100", "work_phone": "555-0101", "cell_phone": "555-0102", "vehicle_id": 7,
+            "repair_order_id": 8, "employee_id": 9, "column": "LIFT 1", "reason": "Brakes squeal", "status": "open",
+            "first_name": "Ana", "last_name": "Smith", "hours": 1.5, "email": "ana@example.com", "done": false
+        }))
+        .await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    let id = r.body["appointment_id"].as_i64().unwrap();
+    assert_eq!(r.header("location"), Some(format!("/api/v1/appointments/{id}").as_str()));
+    let mut b = r.body.clone();
+    assert!(is_micros_timestamp(&b["timestamp"]), "{b}");
+    assert_eq!(b["updated_at"], b["timestamp"]);
+    b.as_object_mut().unwrap().remove("timestamp");
+    b.as_object_mut().unwrap().remove("updated_at");
+    assert_eq!(b, json!({
+        "appointment_id": id, "shop_id": shop, "customer_id": null, "vehicle_id": 7, "repair_order_id": 8, "employee_id": 9,
+        "first_name": "Ana", "last_name": "Smith",
+        "vehicle": {"vehicle_id": 7, "year": "2019", "make": "Toyota", "model": "Camry"},
+        "reason": "Brakes squeal", "phone": {"home": "555-0100", "work": "555-0101", "cell": "555-0102"},
+        "hours": 1.5, "column": "Lift 1", "done": false, "email": "ana@example.com", "source": "API",
+        "schedule": {"date": "2026-07-09", "time": "08:30:00", "start": "2026-07-09T13:30:00.000000Z",
+            "end": "2026-07-09T15:00:00.000000Z", "hours": 1.5, "flag": "incomplete"},
+        "deleted": null, "status": "open"
+    }));
+    assert_eq!(app.get(key, &format!("/api/v1/appointments/{id}")).await.body, r.body);
+
+    // Defaults: hours 1, done false, source API, no column; an offset date is taken as given.
+    let r = create(&app, key, body_with(shop, "2026-01-15T09:00:00+01:00", json!({"source": "call center", "done": true}))).await;
+    assert_eq!(r["schedule"], json!({"date": "2026-01-15", "time": "02:00:00", "start": "2026-01-15T08:00:00.000000Z",
+        "end": "2026-01-15T09:00:00.000000Z", "hours": 1.0, "flag": "complete"}));
+    assert_eq!((r["source"].as_str(), r["column"].as_str(), r["done"].as_bool()), (Some("Call Center"), None, Some(true)));
+    assert_eq!(r["phone"], json!({"home": "", "work": "", "cell": ""}));
+    assert_eq!(r["hours"], 1.0);
+}
+
+async fn create_validation_errors_are_keyed_by_field(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let key = &app.admin_key;
+    let shop = app.create_shop(key, "A", "UTC").await;
+    let other_shop = app.create_shop(key, "B", "UTC").await;
+    app.create_bay(key, other_shop, "Far Bay", 0).await;
+    let (_, foreign_key) = app.new_company("Other").await;
+    let foreign_shop = app.create_shop(&foreign_key, "F", "UTC").await;
+
+    let r = app.post(key, "/api/v1/appointments", json!({})).await;
+    for field in ["shop_id", "date", "year", "make", "model", "home_phone", "work_phone", "cell_phone"] {
+        r.invalid(field);
+    }
+    assert!(r.body["errors"]["hours"].is_null() && r.body["errors"]["column"].is_null(), "{}", r.body);
+    let d = "2026-05-01T10:00:00Z";
+    for (extra, field) in [
+        (json!({"year": "19"}), "year"),
+        (json!({"year": "20a9"}), "year"),
+        (json!({"year": 2019}), "year"),
+        (json!({"make": "  "}), "make"),
+        (json!({"model": null}), "model"),
+        (json!({"cell_phone": null}), "cell_phone"),
+        (json!({"hours": 0}), "hours"),
+        (json!({"hours": -1}), "hours"),
+        (json!({"hours": 24.5}), "hours"),
+        (json!({"hours": "2"}), "hours"),
+        (json!({"column": "Nope"}), "column"),
+        (json!({"column": "Far Bay"}), "column"),
+        (json!({"source": "Fax"}), "source"),
+        (json!({"date": "tomorrow"}), "date"),
+        (json!({"date": "2026-05-01"}), "date"),
+        (json!({"date": "2026-02-30T10:00:00"}), "date"),
+        (json!({"shop_id": 999_999}), "shop_id"),
+        (json!({"shop_id": foreign_shop}), "shop_id"),
+        (json!({"shop_id": "abc"}), "shop_id"),
+        (json!({"customer_id": 999_999}), "customer_id"),
+        (json!({"email": "not-an-address"}), "email"),
+        (json!({"vehicle_id": 0}), "vehicle_id"),
+        (json!({"done": "yes"}), "done"),
+    ] {
+        let r = app.post(key, "/api/v1/appointments", body_with(shop, d, extra.clone())).await;
+        assert_eq!(r.status, 422, "{extra}: {}", r.body);
+        r.invalid(field);
+    }
+    // Boundaries that are allowed.
+    assert_eq!(create(&app, key, body_with(shop, d, json!({"hours": 24}))).await["schedule"]["end"], "2026-05-02T10:00:00.000000Z");
+    assert_eq!(create(&app, key, body_with(shop, d, json!({"hours": 0.25}))).await["schedule"]["end"], "2026-05-01T10:15:00.000000Z");
+    assert_eq!(create(&app, key, body_with(shop, d, json!({"email": "", "column": null}))).await["email"], Value::Null);
+    // Malformed JSON and wrong content type are not validation errors.
+    let r = app.client.post(format!("{}/api/v1/appointments", app.base)).bearer_auth(key)
+        .header("content-type", "application/json").body("{\"shop_id\": ").send().await.unwrap();
+    assert_eq!(r.status(), 400);
+    // Nothing was stored by the failed attempts.
+    assert_eq!(app.get(key, "/api/v1/appointments").await.body["meta"]["total"], 3);
+}
+
+async fn updates_keep_omitted_fields_and_null_clears(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let key = &app.admin_key;
+    let chicago = app.create_shop(key, "Chicago", "America/Chicago").await;
+    let tokyo = app.create_shop(key, "Tokyo", "Asia/Tokyo").await;
+    app.create_bay(key, chicago, "Lift 1", 0).await;
+    app.create_bay(key, tokyo, "Pit", 0).await;
+    let created = create(&app, key, body_with(chicago, "2026-07-09T08:30:00", json!({
+        "reason": "Noise", "column": "Lift 1", "status": "open", "vehicle_id": 5, "first_name": "Ana", "email": "a@b.co"
+    }))).await;
+    let id = created["appointment_id"].as_i64().unwrap();
+    let path = format!("/api/v1/appointments/{id}");
+
+    // Omitted fields keep their value; null clears nullable ones.
+    let r = app.put(key, &path, json!({"reason": null, "status": null, "vehicle_id": null, "email": null})).await;
+    let b = r.ok().clone();
+    assert_eq!((&b["reason"], &b["status"], &b["vehicle_id"], &b["email"]), (&Value::Null, &Value::Null, &Value::Null, &Value::Null));
+    assert_eq!(b["vehicle"], json!({"vehicle_id": null, "year": "2019", "make": "Toyota", "model": "Camry"}));
+    assert_eq!((b["column"].as_str(), b["first_name"].as_str()), (Some("Lift 1"), Some("Ana")));
+    assert_eq!(b["schedule"], created["schedule"]);
+    assert_eq!(b["timestamp"], created["timestamp"]);
+    assert!(b["updated_at"].as_str() >= created["updated_at"].as_str());
+
+    // Hours move the end; done flips the flag; a new local date is read in the shop's zone.
+    let r = app.put(key, &path, json!({"hours": 2, "done": true, "date": "2026-12-01 07:00"})).await;
+    assert_eq!(r.ok()["schedule"], json!({"date": "2026-12-01", "time": "07:00:00", "start": "2026-12-01T13:00:00.000000Z",
+        "end": "2026-12-01T15:00:00.000000Z", "hours": 2.0, "flag": "complete"}));
+
+    // Required fields cannot be nulled; a failed PUT changes nothing.
+    let r = app.put(key, &path, json!({"make": null, "date": null, "hours": 99})).await;
+    r.invalid("make");
+    r.invalid("date");
+    r.invalid("hours");
+    let r = app.get(key, &path).await;
+    assert_eq!(r.body["vehicle"]["make"], "Toyota");
+
+    // Moving shops: the bay must follow (or be cleared); the instant stays, local time changes.
+    app.put(key, &path, json!({"shop_id": tokyo})).await.invalid("column");
+    let r = app.put(key, &path, json!({"shop_id": tokyo, "column": "pit"})).await;
+    let b = r.ok();
+    assert_eq!((b["shop_id"].as_i64(), b["column"].as_str()), (Some(tokyo), Some("Pit")));
+    assert_eq!(b["schedule"]["start"], "2026-12-01T13:00:00.000000Z");
+    assert_eq!((b["schedule"]["date"].as_str(), b["schedule"]["time"].as_str()), (Some("2026-12-01"), Some("22:00:00")));
+    let r = app.put(key, &path, json!({"column": null}));
+    assert!(r.await.ok()["column"].is_null());
+
+    app.put(key, "/api/v1/appointments/999999", json!({"done": true})).await.problem(404);
+    app.put(key, "/api/v1/appointments/abc", json!({"done": true})).await.problem(404);
+    app.get(key, "/api/v1/appointments/0").await.problem(404);
+}
+
+async fn roles_shop_scope_and_companies_are_enforced(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let admin = &app.admin_key;
+    let a = app.create_shop(admin, "A", "UTC").await;
+    let b = app.create_shop(admin, "B", "UTC").await;
+    let in_a = create_id(&app, admin, body(a, "2026-05-01T10:00:00Z")).await;
+    let in_b = create_id(&app, admin, body(b, "2026-05-01T11:00:00Z")).await;
+
+    let read = app.create_key(admin, "read", None).await;
+    app.post(&read, "/api/v1/appointments", body(a, "2026-05-01T10:00:00Z")).await.problem(403);
+    app.put(&read, &format!("/api/v1/appointments/{in_a}"), json!({"done": true})).await.problem(403);
+    assert_eq!(app.get(&read, "/api/v1/appointments").await.ids("appointment_id"), vec![in_a, in_b]);
+    let write = app.create_key(admin, "write", None).await;
+    create(&app, &write, body(b, "2026-05-02T10:00:00Z")).await;
+
+    // A key limited to shop A sees and writes only shop A.
+    let scoped = app.create_key(admin, "write", Some(vec![a])).await;
+    assert_eq!(app.get(&scoped, "/api/v1/appointments").await.ids("appointment_id"), vec![in_a]);
+    app.get(&scoped, &format!("/api/v1/appointments/{in_b}")).await.problem(404);
+    app.put(&scoped, &format!("/api/v1/appointments/{in_b}"), json!({"done": true})).await.problem(404);
+    app.post(&scoped, "/api/v1/appointments", body(b, "2026-05-01T10:00:00Z")).await.invalid("shop_id");
+    app.put(&scoped, &format!("/api/v1/appointments/{in_a}"), json!({"shop_id": b})).await.invalid("shop_id");
+    app.get(&scoped, &format!("/api/v1/appointments?filter[shop_id]={b}")).await.problem(404);
+    assert_eq!(app.get(&scoped, &format!("/api/v1/appointments?filter[shop_id]={a}")).await.ids("appointment_id"), vec![in_a]);
+    assert_eq!(app.get(admin, &format!("/api/v1/appointments/{in_b}")).await.body["done"], false);
+
+    // Another company sees none of it and cannot touch it.
+    let (_, other) = app.new_company("Other").await;
+    let theirs = app.create_shop(&other, "Theirs", "UTC").await;
+    let their_appt = create_id(&app, &other, body(theirs, "2026-05-01T10:00:00Z")).await;
+    assert_eq!(app.get(&other, "/api/v1/appointments").await.ids("appointment_id"), vec![their_appt]);
+    app.get(&other, &format!("/api/v1/appointments/{in_a}")).await.problem(404);
+    app.put(&other, &format!("/api/v1/appointments/{in_a}"), json!({"done": true})).await.problem(404);
+    app.get(&other, &format!("/api/v1/appointments?filter[shop_id]={a}")).await.problem(404);
+    app.post(&other, "/api/v1/appointments", body(a, "2026-05-01T10:00:00Z")).await.invalid("shop_id");
+    assert!(!app.get(admin, "/api/v1/appointments").await.ids("appointment_id").contains(&their_appt));
+    app.get(admin, "/api/v1/appointments").await.ok();
+    let r = app.request(reqwest::Method::GET, None, "/api/v1/appointments", None).await;
+    r.problem(401);
+}
+
+async fn customers_fill_names_and_show_in_details(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let admin = &app.admin_key;
+    let a = app.create_shop(admin, "A", "UTC").await;
+    let b = app.create_shop(admin, "B", "UTC").await;
+    let ana = create_customer(&app, admin, a, "Ana", "Smith", "ana@example.com").await;
+    let bo = create_customer(&app, admin, b, "Bo", "Jones", "bo@example.com").await;
+
+    // Omitted names and e-mail come from the customer; given ones win.
+    let r = create(&app, admin, body_with(a, "2026-05-01T10:00:00Z", json!({"customer_id": ana}))).await;
+    assert_eq!((r["first_name"].as_str(), r["last_name"].as_str(), r["email"].as_str()), (Some("Ana"), Some("Smith"), Some("ana@example.com")));
+    let id = r["appointment_id"].as_i64().unwrap();
+    let r = create(&app, admin, body_with(a, "2026-05-01T11:00:00Z", json!({"customer_id": ana, "first_name": "Annie"}))).await;
+    assert_eq!((r["first_name"].as_str(), r["last_name"].as_str()), (Some("Annie"), Some("Smith")));
+    let plain = create_id(&app, admin, body_with(b, "2026-05-01T12:00:00Z", json!({"first_name": "Walk-in"}))).await;
+
+    // A PUT that changes the customer takes the new customer's names unless given.
+    let r = app.put(admin, &format!("/api/v1/appointments/{id}"), json!({"customer_id": bo})).await;
+    assert_eq!((r.ok()["first_name"].as_str(), r.body["last_name"].as_str(), r.body["email"].as_str()), (Some("Bo"), Some("Jones"), Some("bo@example.com")));
+    // The same customer again does not overwrite edited names.
+    app.put(admin, &format!("/api/v1/appointments/{id}"), json!({"first_name": "Bobby"})).await.ok();
+    let r = app.put(admin, &format!("/api/v1/appointments/{id}"), json!({"customer_id": bo, "reason": "x"})).await;
+    assert_eq!(r.ok()["first_name"], "Bobby");
+
+    // with_details: the customer object, or null; absent without it.
+    let r = app.get(admin, "/api/v1/appointments?with_details=true").await;
+    let data = r.ok()["data"].as_array().unwrap().clone();
+    assert_eq!(data.len(), 3);
+    assert_eq!((data[0]["customer"]["customer_id"].as_i64(), data[0]["customer"]["first_name"].as_str()), (Some(bo), Some("Bo")));
+    assert_eq!(data[1]["customer"]["customer_id"].as_i64(), Some(ana));
+    assert_eq!(data[2]["appointment_id"].as_i64(), Some(plain));
+    assert!(data[2]["customer"].is_null() && data[2].as_object().unwrap().contains_key("customer"));
+    let r = app.get(admin, "/api/v1/appointments").await;
+    assert!(!r.body["data"][0].as_object().unwrap().contains_key("customer"));
+    app.get(admin, "/api/v1/appointments?with_details=maybe").await.invalid("with_details");
+
+    // A key limited to shop A cannot link shop B's customer, nor see it in details.
+    let scoped = app.create_key(admin, "write", Some(vec![a])).await;
+    app.post(&scoped, "/api/v1/appointments", body_with(a, "2026-05-01T10:00:00Z", json!({"customer_id": bo}))).await.invalid("customer_id");
+    let r = app.get(&scoped, &format!("/api/v1/appointments?with_details=1&appointment_id={id}")).await;
+    assert_eq!(r.ids("appointment_id"), vec![id]);
+    assert!(r.body["data"][0]["customer"].is_null(), "{}", r.body);
+    // Another company's customer id is unknown here.
+    let (_, other) = app.new_company("Other").await;
+    let their_shop = app.create_shop(&other, "T", "UTC").await;
+    let theirs = create_customer(&app, &other, their_shop, "Zed", "Z", "z@example.com").await;
+    app.post(admin, "/api/v1/appointments", body_with(a, "2026-05-01T10:00:00Z", json!({"customer_id": theirs}))).await.invalid("customer_id");
+}

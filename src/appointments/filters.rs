@@ -1,0 +1,174 @@
+//! `GET /api/v1/appointments` parameters beyond paging and sorting, parsed into the conditions
+//! the store renders.
+
+use std::collections::BTreeMap;
+
+use chrono_tz::Tz;
+
+use super::timing::{Bound, MAX_DURATION_MICROS, parse_date, parse_time_filter, utc_day};
+use crate::{
+    db::{Db, DbError},
+    error::{ApiError, FieldErrors},
+    extract::QueryParams,
+    listing::ListQuery,
+    scope::ShopFilter,
+    shops::store as shops,
+};
+
+pub const FILTERS: [&str; 11] =
+    ["first_name", "last_name", "reason", "year", "make", "model", "date", "time", "status", "updated_date", "shop_id"];
+
+/// Everything that narrows the list, besides the shops.
+#[derive(Debug, Default)]
+pub struct ListFilters {
+    pub appointment_id: Option<i64>,
+    /// `(key column, LIKE pattern)`: lower-cased, escaped, wrapped in `%`.
+    pub text: Vec<(&'static str, String)>,
+    pub year: Option<String>,
+    pub local_date: Option<String>,
+    /// Inclusive `HH:MM:SS` range.
+    pub local_time: Option<(String, String)>,
+    pub done: Option<bool>,
+    /// Inclusive micros.
+    pub updated: Option<(i64, i64)>,
+    pub range: Option<Range>,
+}
+
+/// A `start_date` / `end_date` range resolved to UTC bounds.
+#[derive(Debug)]
+pub struct Range {
+    /// Column the bounds apply to: `created_at`, `start_at` or `end_at`.
+    pub column: &'static str,
+    /// Inclusive bounds on `start_at` covering every shop's bounds, so an index on `start_at`
+    /// serves the query (an end bound limits the start too: appointments last at most 24 h).
+    pub start_envelope: Option<(Option<i64>, Option<i64>)>,
+    /// Per time zone: the shops in that zone and their inclusive bounds on `column`. One entry
+    /// with no shops when the bounds are the same for every shop.
+    pub zones: Vec<(Vec<i64>, Option<i64>, Option<i64>)>,
+}
+
+/// Laravel treats an empty query value like an absent one.
+fn filled(v: Option<&str>) -> Option<&str> {
+    v.map(str::trim).filter(|v| !v.is_empty())
+}
+
+/// `abc` -> `%abc%`, with `\`, `%` and `_` escaped for `LIKE ... ESCAPE '\'`.
+pub fn like_pattern(raw: &str) -> String {
+    let mut out = String::with_capacity(raw.len() + 2);
+    out.push('%');
+    for c in raw.to_lowercase().chars() {
+        if matches!(c, '\\' | '%' | '_') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out.push('%');
+    out
+}
+
+impl ListFilters {
+    /// Parses the filters; the date range still needs [`ListFilters::resolve_range`].
+    pub fn parse(params: &QueryParams, list: &ListQuery) -> Result<(ListFilters, Option<RawRange>), ApiError> {
+        let mut errors = FieldErrors::default();
+        let mut f = ListFilters { appointment_id: params.i64("appointment_id")?, ..Default::default() };
+        for (name, column) in [("first_name", "first_name_key"), ("last_name", "last_name_key"), ("reason", "reason_key"), ("make", "make_key"), ("model", "model_key")] {
+            if let Some(v) = filled(list.filter(name)) {
+                f.text.push((column, like_pattern(v)));
+            }
+        }
+        f.year = filled(list.filter("year")).map(str::to_owned);
+        if let Some(v) = filled(list.filter("date")) {
+            match parse_date(v) {
+                Some(d) => f.local_date = Some(d.format("%Y-%m-%d").to_string()),
+                None => errors.add("filter[date]", "The filter[date] parameter must be a date in the format YYYY-MM-DD."),
+            }
+        }
+        if let Some(v) = filled(list.filter("time")) {
+            match parse_time_filter(v) {
+                Some(range) => f.local_time = Some(range),
+                None => errors.add("filter[time]", "The filter[time] parameter must be a time in the format HH:MM or HH:MM:SS."),
+            }
+        }
+        match filled(list.filter("status")).map(str::to_ascii_lowercase).as_deref() {
+            None | Some("both") => {}
+            Some("complete") => f.done = Some(true),
+            Some("incomplete") => f.done = Some(false),
+            Some(_) => errors.add("filter[status]", "The filter[status] parameter must be complete, incomplete or both."),
+        }
+        if let Some(v) = filled(list.filter("updated_date")) {
+            match parse_date(v) {
+                Some(d) => f.updated = Some(utc_day(d)),
+                None => errors.add("filter[updated_date]", "The filter[updated_date] parameter must be a date in the format YYYY-MM-DD."),
+            }
+        }
+        let mut bound = |name: &str| {
+            let v = filled(params.get(name))?;
+            let b = Bound::parse(v);
+            if b.is_none() {
+                errors.add(name, format!("The {name} parameter must be a date (YYYY-MM-DD) or an RFC 3339 date-time."));
+            }
+            b
+        };
+        let (start, end) = (bound("start_date"), bound("end_date"));
+        let column = match filled(params.get("filter_by")) {
+            None => "created_at",
+            Some("appointment_start") => "start_at",
+            Some("appointment_end") => "end_at",
+            Some(_) => {
+                errors.add("filter_by", "The filter_by parameter must be appointment_start or appointment_end.");
+                "created_at"
+            }
+        };
+        errors.into_result()?;
+        let raw = (start.is_some() || end.is_some()).then_some(RawRange { column, start, end });
+        Ok((f, raw))
+    }
+
+    /// Turns the range into UTC bounds: a date-only bound of a scheduled start or end is a day
+    /// in each shop's own zone, so the shops in scope are grouped by zone.
+    pub async fn resolve_range(&mut self, db: &Db, company_id: i64, scope: &ShopFilter, raw: RawRange) -> Result<(), DbError> {
+        let RawRange { column, start, end } = raw;
+        let zoned = column != "created_at" && (start.is_some_and(|b| b.is_day()) || end.is_some_and(|b| b.is_day()));
+        let mut groups: BTreeMap<String, (Tz, Vec<i64>)> = BTreeMap::new();
+        if zoned {
+            for shop in shops::list(db, company_id, scope).await? {
+                groups.entry(shop.timezone.clone()).or_insert_with(|| (shop.tz(), Vec::new())).1.push(shop.id);
+            }
+        }
+        if groups.is_empty() {
+            groups.insert("UTC".into(), (chrono_tz::UTC, Vec::new()));
+        }
+        let single = groups.len() == 1;
+        let zones: Vec<(Vec<i64>, Option<i64>, Option<i64>)> = groups
+            .into_values()
+            .map(|(tz, ids)| (if single { Vec::new() } else { ids }, start.map(|b| b.lower(tz)), end.map(|b| b.upper(tz))))
+            .collect();
+        let start_envelope = (column != "created_at").then(|| {
+            let lo = start.map(|_| zones.iter().filter_map(|z| z.1).min().unwrap_or(i64::MIN));
+            let hi = end.map(|_| zones.iter().filter_map(|z| z.2).max().unwrap_or(i64::MAX));
+            let lo = if column == "end_at" { lo.map(|t| t.saturating_sub(MAX_DURATION_MICROS)) } else { lo };
+            (lo, hi)
+        });
+        self.range = Some(Range { column, start_envelope, zones });
+        Ok(())
+    }
+}
+
+/// A parsed but not yet resolved `start_date` / `end_date` range.
+#[derive(Debug)]
+pub struct RawRange {
+    column: &'static str,
+    start: Option<Bound>,
+    end: Option<Bound>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn like_patterns_escape_wildcards() {
+        assert_eq!(like_pattern("Ab"), "%ab%");
+        assert_eq!(like_pattern("50%_a\\b"), "%50\\%\\_a\\\\b%");
+    }
+}

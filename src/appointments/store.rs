@@ -1,0 +1,264 @@
+//! Appointment SQL. Every statement takes the caller's company.
+
+use chrono_tz::Tz;
+
+use super::{filters::ListFilters, timing::local_parts};
+use crate::{
+    db::{Db, DbError, Query, now_micros},
+    listing::{ListQuery, fetch_page},
+    scope::ShopFilter,
+};
+
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct AppointmentRow {
+    pub id: i64,
+    pub shop_id: i64,
+    pub customer_id: Option<i64>,
+    pub vehicle_id: Option<i64>,
+    pub repair_order_id: Option<i64>,
+    pub employee_id: Option<i64>,
+    pub first_name: String,
+    pub last_name: String,
+    pub email: Option<String>,
+    pub year: String,
+    pub make: String,
+    pub model: String,
+    pub reason: Option<String>,
+    pub home_phone: String,
+    pub work_phone: String,
+    pub cell_phone: String,
+    pub bay_id: Option<i64>,
+    /// The bay's current title.
+    pub column_title: Option<String>,
+    pub hours: f64,
+    pub done: bool,
+    pub source: String,
+    pub status: Option<String>,
+    pub start_at: i64,
+    pub end_at: i64,
+    pub local_date: String,
+    pub local_time: String,
+    pub created_at: i64,
+    pub updated_at: i64,
+    pub deleted_at: Option<i64>,
+}
+
+const FIELDS: &str = "id, shop_id, customer_id, vehicle_id, repair_order_id, employee_id, first_name, last_name, email, \
+     year, make, model, reason, home_phone, work_phone, cell_phone, bay_id, hours, done, source, status, \
+     start_at, end_at, local_date, local_time, created_at, updated_at, deleted_at";
+
+/// Columns of a `SELECT ... FROM appointments a`: the bay title comes from its primary key.
+fn select_columns() -> String {
+    format!("{FIELDS}, (SELECT b.title FROM bays b WHERE b.company_id = a.company_id AND b.id = a.bay_id) AS column_title")
+}
+
+/// Columns of a `RETURNING`: the caller already knows the bay's title.
+fn returning_columns() -> String {
+    format!("{FIELDS}, CAST(NULL AS TEXT) AS column_title")
+}
+
+/// A validated appointment, ready to store.
+#[derive(Debug, Clone)]
+pub struct AppointmentFields {
+    pub shop_id: i64,
+    pub customer_id: Option<i64>,
+    pub vehicle_id: Option<i64>,
+    pub repair_order_id: Option<i64>,
+    pub employee_id: Option<i64>,
+    pub first_name: String,
+    pub last_name: String,
+    pub email: Option<String>,
+    pub year: String,
+    pub make: String,
+    pub model: String,
+    pub reason: Option<String>,
+    pub home_phone: String,
+    pub work_phone: String,
+    pub cell_phone: String,
+    pub bay_id: Option<i64>,
+    pub hours: f64,
+    pub done: bool,
+    pub source: String,
+    pub status: Option<String>,
+    pub start_at: i64,
+    pub end_at: i64,
+    /// Shop-local `YYYY-MM-DD` and `HH:MM:SS` of `start_at`.
+    pub local_date: String,
+    pub local_time: String,
+}
+
+impl AppointmentFields {
+    /// Sets `local_date` / `local_time` from `start_at` in the shop's zone.
+    pub fn localize(&mut self, tz: Tz) {
+        (self.local_date, self.local_time) = local_parts(tz, self.start_at);
+    }
+}
+
+const WRITE_COLUMNS: &str = "shop_id, customer_id, vehicle_id, repair_order_id, employee_id, first_name, first_name_key, \
+     last_name, last_name_key, email, year, make, make_key, model, model_key, reason, reason_key, home_phone, work_phone, \
+     cell_phone, bay_id, hours, done, source, status, start_at, end_at, local_date, local_time";
+
+/// Binds the 29 values of [`WRITE_COLUMNS`], in order.
+fn bind_fields(mut q: Query, f: &AppointmentFields) -> Query {
+    q = q.bind(f.shop_id).bind(f.customer_id).bind(f.vehicle_id).bind(f.repair_order_id).bind(f.employee_id);
+    q = q.bind(&f.first_name).bind(f.first_name.to_lowercase()).bind(&f.last_name).bind(f.last_name.to_lowercase());
+    q = q.bind(f.email.clone()).bind(&f.year).bind(&f.make).bind(f.make.to_lowercase()).bind(&f.model).bind(f.model.to_lowercase());
+    q = q.bind(f.reason.clone()).bind(f.reason.as_deref().unwrap_or("").to_lowercase());
+    q = q.bind(&f.home_phone).bind(&f.work_phone).bind(&f.cell_phone).bind(f.bay_id).bind(f.hours).bind(f.done);
+    q.bind(&f.source).bind(f.status.clone()).bind(f.start_at).bind(f.end_at).bind(&f.local_date).bind(&f.local_time)
+}
+
+fn placeholders(from: usize, count: usize) -> String {
+    (from..from + count).map(|i| format!("${i}")).collect::<Vec<_>>().join(", ")
+}
+
+/// The `INSERT` statement shared by the API and the demo loader (same text: one prepared
+/// statement per connection).
+pub fn insert_query(company_id: i64, f: &AppointmentFields, created_at: i64) -> Query {
+    let q = Query::new(format!(
+        "INSERT INTO appointments (company_id, created_at, updated_at, {WRITE_COLUMNS}) VALUES ($1, $2, $2, {}) RETURNING {}",
+        placeholders(3, 29),
+        returning_columns()
+    ))
+    .bind(company_id)
+    .bind(created_at);
+    bind_fields(q, f)
+}
+
+pub async fn insert(db: &Db, company_id: i64, f: &AppointmentFields) -> Result<AppointmentRow, DbError> {
+    db.write_fetch_optional(&insert_query(company_id, f, now_micros())).await?.ok_or(DbError::Other(sqlx::Error::RowNotFound))
+}
+
+pub async fn update(db: &Db, company_id: i64, id: i64, f: &AppointmentFields) -> Result<Option<AppointmentRow>, DbError> {
+    let sets: Vec<String> = WRITE_COLUMNS.split(',').enumerate().map(|(i, c)| format!("{} = ${}", c.trim(), i + 4)).collect();
+    let q = Query::new(format!(
+        "UPDATE appointments SET updated_at = $3, {} WHERE company_id = $1 AND id = $2 RETURNING {}",
+        sets.join(", "),
+        returning_columns()
+    ))
+    .bind(company_id)
+    .bind(id)
+    .bind(now_micros());
+    db.write_fetch_optional(&bind_fields(q, f)).await
+}
+
+pub async fn find(db: &Db, company_id: i64, id: i64) -> Result<Option<AppointmentRow>, DbError> {
+    let q = Query::new(format!("SELECT {} FROM appointments a WHERE company_id = $1 AND id = $2", select_columns()))
+        .bind(company_id)
+        .bind(id);
+    db.fetch_optional(&q).await
+}
+
+/// The `FROM ... WHERE ...` of a list: company first, then shops, then each filter.
+pub fn list_query(company_id: i64, shops: &ShopFilter, f: &ListFilters) -> Query {
+    let mut q = Query::new("FROM appointments a WHERE company_id = $1").bind(company_id);
+    shops.push_sql(&mut q, "shop_id");
+    if let Some(id) = f.appointment_id {
+        q.push(" AND id = ").push_bind(id);
+    }
+    for (column, pattern) in &f.text {
+        q.push(" AND ").push(column).push(" LIKE ").push_bind(pattern.as_str()).push(" ESCAPE '\\'");
+    }
+    if let Some(year) = &f.year {
+        q.push(" AND year = ").push_bind(year.as_str());
+    }
+    if let Some(date) = &f.local_date {
+        q.push(" AND local_date = ").push_bind(date.as_str());
+    }
+    if let Some((from, to)) = &f.local_time {
+        if from == to {
+            q.push(" AND local_time = ").push_bind(from.as_str());
+        } else {
+            q.push(" AND local_time >= ").push_bind(from.as_str()).push(" AND local_time <= ").push_bind(to.as_str());
+        }
+    }
+    if let Some(done) = f.done {
+        q.push(" AND done = ").push_bind(done);
+    }
+    if let Some((from, to)) = f.updated {
+        q.push(" AND updated_at >= ").push_bind(from).push(" AND updated_at <= ").push_bind(to);
+    }
+    if let Some(range) = &f.range {
+        if let Some((lo, hi)) = range.start_envelope {
+            push_bounds(&mut q, "start_at", lo, hi);
+        }
+        let zoned = range.zones.len() > 1;
+        if zoned {
+            q.push(" AND (");
+        }
+        for (i, (shop_ids, lo, hi)) in range.zones.iter().enumerate() {
+            if zoned {
+                q.push(if i == 0 { "(shop_id IN " } else { " OR (shop_id IN " }).push_in_list(shop_ids);
+            }
+            push_bounds(&mut q, range.column, *lo, *hi);
+            if zoned {
+                q.push(")");
+            }
+        }
+        if zoned {
+            q.push(")");
+        }
+    }
+    q
+}
+
+fn push_bounds(q: &mut Query, column: &str, lo: Option<i64>, hi: Option<i64>) {
+    if let Some(lo) = lo {
+        q.push(" AND ").push(column).push(" >= ").push_bind(lo);
+    }
+    if let Some(hi) = hi {
+        q.push(" AND ").push(column).push(" <= ").push_bind(hi);
+    }
+}
+
+pub async fn list(
+    db: &Db,
+    company_id: i64,
+    shops: &ShopFilter,
+    f: &ListFilters,
+    list: &ListQuery,
+) -> Result<(Vec<AppointmentRow>, i64), DbError> {
+    fetch_page(db, &select_columns(), &list_query(company_id, shops, f), list, "id").await
+}
+
+/// Every appointment of the given customers (one query for a page of customers), by customer,
+/// then scheduled start, then id.
+pub async fn for_customers(db: &Db, company_id: i64, customer_ids: &[i64]) -> Result<Vec<AppointmentRow>, DbError> {
+    if customer_ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut q = Query::new(format!("SELECT {} FROM appointments a WHERE company_id = $1 AND customer_id IN ", select_columns()))
+        .bind(company_id);
+    q.push_in_list(customer_ids).push(" ORDER BY customer_id, start_at, id");
+    db.fetch_all(&q).await
+}
+
+#[derive(sqlx::FromRow)]
+struct StartRow {
+    id: i64,
+    start_at: i64,
+}
+
+/// Recomputes the stored shop-local date and time of a shop's appointments after its time zone
+/// changed. One transaction; returns how many rows it rewrote.
+pub async fn relocalize_shop(db: &Db, company_id: i64, shop_id: i64, tz: Tz) -> Result<u64, DbError> {
+    let mut tx = db.begin().await?;
+    let rows: Vec<StartRow> = tx
+        .fetch_all(&Query::new("SELECT id, start_at FROM appointments WHERE company_id = $1 AND shop_id = $2").bind(company_id).bind(shop_id))
+        .await?;
+    let mut changed = 0;
+    for row in rows {
+        let (date, time) = local_parts(tz, row.start_at);
+        let q = Query::new(
+            "UPDATE appointments SET local_date = $3, local_time = $4 \
+             WHERE company_id = $1 AND id = $2 AND (local_date <> $3 OR local_time <> $4)",
+        )
+        .bind(company_id)
+        .bind(row.id)
+        .bind(date)
+        .bind(time);
+        changed += tx.execute(&q).await?;
+    }
+    tx.commit().await?;
+    Ok(changed)
+}

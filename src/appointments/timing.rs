@@ -1,0 +1,145 @@
+//! Time handling for appointments: parsing the `date` of a body in the shop's zone, the
+//! shop-local date and time stored beside each start, and the bounds of list ranges.
+
+use chrono::{DateTime, Days, NaiveDate, NaiveDateTime, NaiveTime, Utc};
+use chrono_tz::Tz;
+
+use crate::time::{local_day_start, local_to_utc};
+
+pub const MICROS_PER_HOUR: f64 = 3_600_000_000.0;
+/// The longest appointment (`hours` <= 24): an end bound limits the start to one day earlier.
+pub const MAX_DURATION_MICROS: i64 = 24 * 3_600_000_000;
+
+/// An appointment `date`: RFC 3339 with an offset or `Z`, or a local date-time without offset
+/// read in `tz` (seconds and fractions optional, `T` or a space between date and time).
+pub fn parse_schedule(raw: &str, tz: Tz) -> Option<DateTime<Utc>> {
+    let raw = raw.trim();
+    if let Ok(t) = DateTime::parse_from_rfc3339(raw) {
+        return Some(t.with_timezone(&Utc));
+    }
+    const LOCAL: [&str; 4] = ["%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%d %H:%M:%S%.f", "%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M"];
+    LOCAL
+        .iter()
+        .find_map(|f| NaiveDateTime::parse_from_str(raw, f).ok())
+        .map(|local| local_to_utc(tz, local))
+}
+
+/// `(YYYY-MM-DD, HH:MM:SS)` of an instant in `tz`.
+pub fn local_parts(tz: Tz, micros: i64) -> (String, String) {
+    let local = DateTime::from_timestamp_micros(micros).unwrap_or_default().with_timezone(&tz);
+    (local.format("%Y-%m-%d").to_string(), local.format("%H:%M:%S").to_string())
+}
+
+pub fn parse_date(raw: &str) -> Option<NaiveDate> {
+    let raw = raw.trim();
+    (raw.len() == 10).then(|| NaiveDate::parse_from_str(raw, "%Y-%m-%d").ok()).flatten()
+}
+
+/// `filter[time]`: `HH:MM` matches every second of that minute, `HH:MM:SS` one second. Returns
+/// the inclusive `(from, to)` range of stored `HH:MM:SS` values.
+pub fn parse_time_filter(raw: &str) -> Option<(String, String)> {
+    let raw = raw.trim();
+    match raw.len() {
+        5 => NaiveTime::parse_from_str(raw, "%H:%M").ok().map(|t| {
+            let minute = t.format("%H:%M").to_string();
+            (format!("{minute}:00"), format!("{minute}:59"))
+        }),
+        8 => NaiveTime::parse_from_str(raw, "%H:%M:%S").ok().map(|t| {
+            let exact = t.format("%H:%M:%S").to_string();
+            (exact.clone(), exact)
+        }),
+        _ => None,
+    }
+}
+
+/// A `start_date` / `end_date` value.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Bound {
+    Instant(i64),
+    Day(NaiveDate),
+}
+
+impl Bound {
+    pub fn parse(raw: &str) -> Option<Bound> {
+        if let Some(day) = parse_date(raw) {
+            return Some(Bound::Day(day));
+        }
+        DateTime::parse_from_rfc3339(raw.trim()).ok().map(|t| Bound::Instant(t.timestamp_micros()))
+    }
+
+    pub fn is_day(&self) -> bool {
+        matches!(self, Bound::Day(_))
+    }
+
+    /// The first instant of the bound as a lower limit (a day starts at its midnight in `tz`).
+    pub fn lower(&self, tz: Tz) -> i64 {
+        match *self {
+            Bound::Instant(t) => t,
+            Bound::Day(d) => local_day_start(tz, d).timestamp_micros(),
+        }
+    }
+
+    /// The last instant of the bound as an inclusive upper limit (a day ends just before the
+    /// next midnight in `tz`).
+    pub fn upper(&self, tz: Tz) -> i64 {
+        match *self {
+            Bound::Instant(t) => t,
+            Bound::Day(d) => match d.checked_add_days(Days::new(1)) {
+                Some(next) => local_day_start(tz, next).timestamp_micros() - 1,
+                None => i64::MAX,
+            },
+        }
+    }
+}
+
+/// The UTC day `[start, end]` (inclusive micros) of `filter[updated_date]`.
+pub fn utc_day(day: NaiveDate) -> (i64, i64) {
+    let b = Bound::Day(day);
+    (b.lower(chrono_tz::UTC), b.upper(chrono_tz::UTC))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::time::format_instant;
+
+    fn chicago() -> Tz {
+        "America/Chicago".parse().unwrap()
+    }
+
+    #[test]
+    fn schedule_dates_with_offset_or_local() {
+        let tz = chicago();
+        let at = |s: &str| parse_schedule(s, tz).map(format_instant);
+        assert_eq!(at("2026-07-09T08:30:00Z").as_deref(), Some("2026-07-09T08:30:00.000000Z"));
+        assert_eq!(at("2026-07-09T08:30:00+02:00").as_deref(), Some("2026-07-09T06:30:00.000000Z"));
+        assert_eq!(at("2026-07-09T08:30:00").as_deref(), Some("2026-07-09T13:30:00.000000Z"));
+        assert_eq!(at("2026-07-09 08:30").as_deref(), Some("2026-07-09T13:30:00.000000Z"));
+        assert_eq!(at("2026-01-09T08:30:00.5").as_deref(), Some("2026-01-09T14:30:00.500000Z"));
+        for bad in ["", "2026-07-09", "09/07/2026 08:30", "2026-13-01T08:00:00", "soon"] {
+            assert_eq!(at(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn day_bounds_follow_the_zone_across_dst() {
+        let tz = chicago();
+        let spring = Bound::Day(NaiveDate::from_ymd_opt(2026, 3, 8).unwrap());
+        // 23-hour day: CST midnight to CDT midnight.
+        assert_eq!(spring.upper(tz) + 1 - spring.lower(tz), 23 * 3_600_000_000);
+        let fall = Bound::Day(NaiveDate::from_ymd_opt(2026, 11, 1).unwrap());
+        assert_eq!(fall.upper(tz) + 1 - fall.lower(tz), 25 * 3_600_000_000);
+        assert_eq!(Bound::parse("2026-03-08T10:00:00Z"), Some(Bound::Instant(1_772_964_000_000_000)));
+        assert_eq!(Bound::parse("2026-3-8"), None);
+    }
+
+    #[test]
+    fn time_filters() {
+        assert_eq!(parse_time_filter("09:05"), Some(("09:05:00".into(), "09:05:59".into())));
+        assert_eq!(parse_time_filter("09:05:30"), Some(("09:05:30".into(), "09:05:30".into())));
+        for bad in ["9:05", "24:00", "09:60", "0905", "09:05:3"] {
+            assert_eq!(parse_time_filter(bad), None, "{bad}");
+        }
+        assert_eq!(local_parts(chicago(), 1_772_964_000_000_000), ("2026-03-08".into(), "05:00:00".into()));
+    }
+}
