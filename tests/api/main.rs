@@ -4,6 +4,8 @@ mod support;
 
 mod api_keys;
 mod appointments;
+mod appointments_list;
+mod appointments_tz;
 mod bays;
 mod customers;
 mod errors;

@@ -1,0 +1,131 @@
+//! Appointment lists: text and exact filters, status, updated date, sorts and pages.
+
+use autoshop::db::Query;
+use serde_json::json;
+
+use crate::{
+    appointments::{body_with, create_id},
+    support::{Backend, TestApp},
+};
+
+crate::backend_tests!(
+    text_filters_are_case_insensitive_substrings_with_escaping,
+    status_id_year_and_updated_date_filters,
+    sorts_break_ties_by_id_and_pages_walk_everything,
+);
+
+async fn text_filters_are_case_insensitive_substrings_with_escaping(backend: Backend) {
+    let app = &TestApp::spawn(backend).await;
+    let key = &app.admin_key;
+    let shop = app.create_shop(key, "A", "UTC").await;
+    let d = "2026-05-01T10:00:00Z";
+    let ana = create_id(app, key, body_with(shop, d, json!({"first_name": "Ana", "last_name": "Smith", "reason": "Oil change", "make": "Honda", "model": "Civic"}))).await;
+    let diana = create_id(app, key, body_with(shop, d, json!({"first_name": "Diana", "last_name": "Blacksmith", "reason": "100% brake job", "make": "Ford", "model": "F_150"}))).await;
+    let chloe = create_id(app, key, body_with(shop, d, json!({"first_name": "Chloé", "last_name": "O'Neil", "make": "Subaru", "model": "Outback\\XT"}))).await;
+    let plain = create_id(app, key, body_with(shop, d, json!({"first_name": "Bob", "reason": "1000 mile check", "model": "F150"}))).await;
+
+    let ids = |q: &'static str| async move { app.get(key, &format!("/api/v1/appointments?{q}")).await.ids("appointment_id") };
+    assert_eq!(ids("filter[first_name]=ANA").await, vec![ana, diana]);
+    assert_eq!(ids("filter[first_name]=chloÉ").await, vec![chloe]);
+    assert_eq!(ids("filter[last_name]=smith").await, vec![ana, diana]);
+    assert_eq!(ids("filter[last_name]=o'n").await, vec![chloe]);
+    assert_eq!(ids("filter[reason]=CHANGE").await, vec![ana]);
+    // `%`, `_` and `\` are literal characters, not wildcards.
+    assert_eq!(ids("filter[reason]=100%25").await, vec![diana]);
+    assert_eq!(ids("filter[reason]=%25").await, vec![diana]);
+    assert_eq!(ids("filter[model]=F_1").await, vec![diana]);
+    assert_eq!(ids("filter[model]=_").await, vec![diana]);
+    assert_eq!(ids("filter[model]=%5CX").await, vec![chloe]);
+    assert_eq!(ids("filter[make]=toyota").await, vec![plain]);
+    assert_eq!(ids("filter[make]=o&filter[model]=1").await, vec![diana, plain]);
+    // An appointment without a reason never matches a reason filter; an empty filter is no filter.
+    assert_eq!(ids("filter[reason]=e").await, vec![ana, diana, plain]);
+    assert_eq!(ids("filter[reason]=").await, vec![ana, diana, chloe, plain]);
+    assert_eq!(ids("filter[first_name]=zzz").await, Vec::<i64>::new());
+    let r = app.get(key, "/api/v1/appointments?filter[color]=red").await;
+    assert!(r.problem(400)["detail"].as_str().unwrap().contains("filter[updated_date]"));
+}
+
+async fn status_id_year_and_updated_date_filters(backend: Backend) {
+    let app = &TestApp::spawn(backend).await;
+    let key = &app.admin_key;
+    let a = app.create_shop(key, "A", "UTC").await;
+    let b = app.create_shop(key, "B", "UTC").await;
+    let d = "2026-05-01T10:00:00Z";
+    let done = create_id(app, key, body_with(a, d, json!({"done": true, "year": "2019"}))).await;
+    let open = create_id(app, key, body_with(a, d, json!({"year": "2020"}))).await;
+    let other = create_id(app, key, body_with(b, d, json!({"year": "2019"}))).await;
+    let ids = |q: &'static str| async move { app.get(key, &format!("/api/v1/appointments?{q}")).await.ids("appointment_id") };
+
+    assert_eq!(ids("filter[status]=complete").await, vec![done]);
+    assert_eq!(ids("filter[status]=incomplete").await, vec![open, other]);
+    assert_eq!(ids("filter[status]=both").await, vec![done, open, other]);
+    assert_eq!(ids("").await, vec![done, open, other]);
+    for bad in ["done", "true", "1"] {
+        app.get(key, &format!("/api/v1/appointments?filter[status]={bad}")).await.invalid("filter[status]");
+    }
+    let r = app.get(key, &format!("/api/v1/appointments?filter[shop_id]={a}&filter[status]=incomplete")).await;
+    assert_eq!(r.ids("appointment_id"), vec![open]);
+
+    assert_eq!(ids("filter[year]=2019").await, vec![done, other]);
+    assert_eq!(ids("filter[year]=201").await, Vec::<i64>::new());
+    assert_eq!(app.get(key, &format!("/api/v1/appointments?appointment_id={open}")).await.ids("appointment_id"), vec![open]);
+    app.get(key, "/api/v1/appointments?appointment_id=x").await.invalid("appointment_id");
+
+    // filter[updated_date] is a UTC day: put the rows either side of a midnight.
+    let set = |id: i64, micros: i64| {
+        let q = Query::new("UPDATE appointments SET updated_at = $1 WHERE id = $2").bind(micros).bind(id);
+        let db = app.db.clone();
+        async move { db.execute(&q).await.unwrap() }
+    };
+    set(done, 1_720_569_599_999_999).await; // 2024-07-09T23:59:59.999999Z
+    set(open, 1_720_569_600_000_000).await; // 2024-07-10T00:00:00Z
+    assert_eq!(ids("filter[updated_date]=2024-07-09").await, vec![done]);
+    assert_eq!(ids("filter[updated_date]=2024-07-10").await, vec![open]);
+    let r = app.get(key, &format!("/api/v1/appointments/{done}")).await;
+    assert_eq!(r.body["updated_at"], "2024-07-09T23:59:59.999999Z");
+    for bad in ["2024-7-9", "yesterday", "2024-02-30"] {
+        app.get(key, &format!("/api/v1/appointments?filter[updated_date]={bad}")).await.invalid("filter[updated_date]");
+    }
+}
+
+async fn sorts_break_ties_by_id_and_pages_walk_everything(backend: Backend) {
+    let app = &TestApp::spawn(backend).await;
+    let key = &app.admin_key;
+    let shop = app.create_shop(key, "A", "UTC").await;
+    let mk = |first: &str, last: &str, reason: Option<&str>, year: &str, date: &str| {
+        body_with(shop, date, json!({"first_name": first, "last_name": last, "reason": reason, "year": year}))
+    };
+    let a = create_id(app, key, mk("bob", "Zed", Some("b"), "2020", "2026-05-03T10:00:00Z")).await;
+    let b = create_id(app, key, mk("Amy", "young", None, "2018", "2026-05-01T10:00:00Z")).await;
+    let c = create_id(app, key, mk("Bob", "Adams", Some("A"), "2020", "2026-05-02T10:00:00Z")).await;
+    let d = create_id(app, key, mk("carl", "adams", Some("c"), "2019", "2026-05-02T10:00:00Z")).await;
+    let ids = |q: &'static str| async move { app.get(key, &format!("/api/v1/appointments?{q}")).await.ids("appointment_id") };
+
+    assert_eq!(ids("").await, vec![a, b, c, d]);
+    assert_eq!(ids("sort=first_name").await, vec![b, a, c, d]);
+    assert_eq!(ids("sort=-first_name").await, vec![d, a, c, b]);
+    assert_eq!(ids("sort=last_name,-first_name").await, vec![d, c, b, a]);
+    assert_eq!(ids("sort=-last_name").await, vec![a, b, c, d]);
+    // A missing reason sorts first ascending, on both backends.
+    assert_eq!(ids("sort=reason").await, vec![b, c, a, d]);
+    assert_eq!(ids("sort=-reason").await, vec![d, a, c, b]);
+    assert_eq!(ids("sort=year").await, vec![b, d, a, c]);
+    assert_eq!(ids("sort=date").await, vec![b, c, d, a]);
+    assert_eq!(ids("sort=-date").await, vec![a, c, d, b]);
+    assert_eq!(ids("sort=-timestamp").await, vec![d, c, b, a]);
+    assert_eq!(ids("sort=timestamp").await, vec![a, b, c, d]);
+    let r = app.get(key, "/api/v1/appointments?sort=make").await;
+    let detail = r.problem(400)["detail"].as_str().unwrap().to_owned();
+    assert!(detail.contains("first_name") && detail.contains("date"), "{detail}");
+
+    // Pages: sorted by date, two per page, every id once.
+    let r = app.get(key, "/api/v1/appointments?sort=date&pageSize=2&page=2").await;
+    assert_eq!(r.ids("appointment_id"), vec![d, a]);
+    assert_eq!((r.body["meta"]["total"].as_i64(), r.body["meta"]["last_page"].as_i64(), r.body["meta"]["from"].as_i64()), (Some(4), Some(2), Some(3)));
+    assert_eq!(r.body["links"]["prev"], format!("{}/api/v1/appointments?sort=date&pageSize=2&page=1", app.base));
+    assert!(r.body["links"]["next"].is_null());
+    let r = app.get(key, "/api/v1/appointments?pageSize=3&page=5").await;
+    assert_eq!((r.ids("appointment_id").len(), r.body["meta"]["total"].as_i64()), (0, Some(4)));
+    app.get(key, "/api/v1/appointments?pageSize=101").await.invalid("pageSize");
+}

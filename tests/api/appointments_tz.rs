@@ -1,0 +1,143 @@
+//! Appointments and shop time zones: local dates in bodies and filters, across daylight-saving
+//! changes (America/Chicago in March and November) and east of UTC (Asia/Tokyo,
+//! Australia/Sydney), and date ranges per shop zone.
+
+use autoshop::db::Query;
+use serde_json::json;
+
+use crate::{
+    appointments::{body, create, create_id},
+    support::{Backend, TestApp},
+};
+
+crate::backend_tests!(
+    spring_forward_local_dates_times_and_ranges,
+    fall_back_repeated_hour_and_southern_zone,
+    creation_time_ranges_use_utc_days_and_bad_values_are_422,
+);
+
+async fn spring_forward_local_dates_times_and_ranges(backend: Backend) {
+    let app = &TestApp::spawn(backend).await;
+    let key = &app.admin_key;
+    let chicago = app.create_shop(key, "Chicago", "America/Chicago").await;
+    let tokyo = app.create_shop(key, "Tokyo", "Asia/Tokyo").await;
+    let c1 = create_id(app, key, body(chicago, "2026-03-07T23:30:00")).await; // 05:30Z on the 8th
+    let c2 = create_id(app, key, body(chicago, "2026-03-08T01:30:00")).await; // 07:30Z, CST
+    let gap = create(app, key, body(chicago, "2026-03-08T02:30:00")).await; // does not exist locally
+    let c3 = gap["appointment_id"].as_i64().unwrap();
+    let c4 = create_id(app, key, body(chicago, "2026-03-08T23:30:00")).await; // 04:30Z on the 9th, CDT
+    let t1 = create_id(app, key, body(tokyo, "2026-03-08T00:30:00")).await; // 15:30Z on the 7th
+    let t2 = create_id(app, key, body(tokyo, "2026-03-08T23:30:00Z")).await; // 08:30 on the 9th in Tokyo
+
+    // The skipped half hour moves forward to 03:00 CDT.
+    assert_eq!(gap["schedule"], json!({"date": "2026-03-08", "time": "03:00:00", "start": "2026-03-08T08:00:00.000000Z",
+        "end": "2026-03-08T09:00:00.000000Z", "hours": 1.0, "flag": "incomplete"}));
+    let r = app.get(key, &format!("/api/v1/appointments/{c4}")).await;
+    assert_eq!((r.body["schedule"]["start"].as_str(), r.body["schedule"]["time"].as_str()), (Some("2026-03-09T04:30:00.000000Z"), Some("23:30:00")));
+    let r = app.get(key, &format!("/api/v1/appointments/{t2}")).await;
+    assert_eq!((r.body["schedule"]["date"].as_str(), r.body["schedule"]["time"].as_str()), (Some("2026-03-09"), Some("08:30:00")));
+
+    let ids = |q: &'static str| async move { app.get(key, &format!("/api/v1/appointments?{q}")).await.ids("appointment_id") };
+    // filter[date] / filter[time]: each shop's own calendar and clock.
+    assert_eq!(ids("filter[date]=2026-03-08").await, vec![c2, c3, c4, t1]);
+    assert_eq!(ids("filter[date]=2026-03-09").await, vec![t2]);
+    assert_eq!(ids("filter[date]=2026-03-08&filter[time]=03:00").await, vec![c3]);
+    assert_eq!(ids("filter[time]=23:30").await, vec![c1, c4]);
+    assert_eq!(ids("filter[time]=23:30:00&filter[date]=2026-03-08").await, vec![c4]);
+    assert_eq!(ids("filter[time]=23:30:01").await, Vec::<i64>::new());
+    assert_eq!(ids("filter[time]=08:30").await, vec![t2]);
+
+    // Date-only ranges on the scheduled start or end are shop-local days, per shop.
+    assert_eq!(ids("filter_by=appointment_start&start_date=2026-03-08&end_date=2026-03-08").await, vec![c2, c3, c4, t1]);
+    let r = app.get(key, &format!("/api/v1/appointments?filter_by=appointment_start&start_date=2026-03-08&end_date=2026-03-08&filter[shop_id]={chicago}")).await;
+    assert_eq!(r.ids("appointment_id"), vec![c2, c3, c4]);
+    assert_eq!(ids("filter_by=appointment_start&end_date=2026-03-07").await, vec![c1]);
+    assert_eq!(ids("filter_by=appointment_end&end_date=2026-03-08").await, vec![c1, c2, c3, t1]);
+    assert_eq!(ids("filter_by=appointment_end&start_date=2026-03-09").await, vec![c4, t2]);
+    // RFC 3339 bounds are exact instants, inclusive.
+    assert_eq!(ids("filter_by=appointment_start&start_date=2026-03-08T08:00:00Z&end_date=2026-03-08T08:00:00Z").await, vec![c3]);
+    assert_eq!(ids("filter_by=appointment_start&start_date=2026-03-08T07:30:00Z").await, vec![c2, c3, c4, t2]);
+    assert_eq!(ids("filter_by=appointment_end&end_date=2026-03-08T09:00:00.000000Z").await, vec![c1, c2, c3, t1]);
+    assert_eq!(ids("filter_by=appointment_start&start_date=2026-03-08T03:00:00-05:00&end_date=2026-03-08").await, vec![c3, c4]);
+    // A key limited to Tokyo ranges Tokyo's days only.
+    let tokyo_key = app.create_key(key, "read", Some(vec![tokyo])).await;
+    let r = app.get(&tokyo_key, "/api/v1/appointments?filter_by=appointment_start&start_date=2026-03-08&end_date=2026-03-09").await;
+    assert_eq!(r.ids("appointment_id"), vec![t1, t2]);
+}
+
+async fn fall_back_repeated_hour_and_southern_zone(backend: Backend) {
+    let app = &TestApp::spawn(backend).await;
+    let key = &app.admin_key;
+    let chicago = app.create_shop(key, "Chicago", "America/Chicago").await;
+    let sydney = app.create_shop(key, "Sydney", "Australia/Sydney").await;
+    let first = create(app, key, body(chicago, "2026-11-01T01:30:00")).await; // the CDT 01:30
+    let second = create(app, key, body(chicago, "2026-11-01T07:30:00Z")).await; // the CST 01:30
+    let late = create_id(app, key, body(chicago, "2026-11-01T23:30:00")).await;
+    let before = create_id(app, key, body(chicago, "2026-10-31T23:59:59")).await;
+    assert_eq!((first["schedule"]["start"].as_str(), first["schedule"]["time"].as_str()), (Some("2026-11-01T06:30:00.000000Z"), Some("01:30:00")));
+    assert_eq!((second["schedule"]["start"].as_str(), second["schedule"]["time"].as_str()), (Some("2026-11-01T07:30:00.000000Z"), Some("01:30:00")));
+    let (f, s) = (first["appointment_id"].as_i64().unwrap(), second["appointment_id"].as_i64().unwrap());
+
+    // Sydney leaves daylight saving on 5 April 2026: 02:30 happens twice; the first is AEDT.
+    let syd = create(app, key, body(sydney, "2026-04-05T02:30:00")).await;
+    assert_eq!(syd["schedule"]["start"], "2026-04-04T15:30:00.000000Z");
+    assert_eq!(syd["schedule"]["date"], "2026-04-05");
+    let syd = syd["appointment_id"].as_i64().unwrap();
+    let syd_utc_day = create_id(app, key, body(sydney, "2026-04-05T10:00:00Z")).await; // 20:00 AEST on the 5th
+
+    let ids = |q: &'static str| async move { app.get(key, &format!("/api/v1/appointments?{q}")).await.ids("appointment_id") };
+    assert_eq!(ids("filter[date]=2026-11-01&filter[time]=01:30").await, vec![f, s]);
+    // The 25-hour local day holds all three; the day before keeps its last second.
+    assert_eq!(ids("filter_by=appointment_start&start_date=2026-11-01&end_date=2026-11-01").await, vec![f, s, late]);
+    assert_eq!(ids("filter_by=appointment_start&start_date=2026-10-31&end_date=2026-10-31").await, vec![before]);
+    assert_eq!(ids("filter[date]=2026-04-05").await, vec![syd, syd_utc_day]);
+    assert_eq!(ids("filter[date]=2026-04-04").await, Vec::<i64>::new());
+    assert_eq!(ids("filter_by=appointment_start&start_date=2026-04-05&end_date=2026-04-05").await, vec![syd, syd_utc_day]);
+    // Sort by scheduled start interleaves zones by instant.
+    assert_eq!(ids("sort=-date&pageSize=3").await, vec![late, s, f]);
+
+    // Moving the appointment to Sydney keeps the instant and re-reads its local date and time.
+    let r = app.put(key, &format!("/api/v1/appointments/{f}"), json!({"shop_id": sydney})).await;
+    assert_eq!((r.ok()["schedule"]["date"].as_str(), r.body["schedule"]["time"].as_str()), (Some("2026-11-01"), Some("17:30:00")));
+    assert_eq!(ids("filter[date]=2026-11-01&filter[time]=01:30").await, vec![s]);
+}
+
+async fn creation_time_ranges_use_utc_days_and_bad_values_are_422(backend: Backend) {
+    let app = &TestApp::spawn(backend).await;
+    let key = &app.admin_key;
+    let tokyo = app.create_shop(key, "Tokyo", "Asia/Tokyo").await;
+    let old = create_id(app, key, body(tokyo, "2026-03-08T10:00")).await;
+    let edge = create_id(app, key, body(tokyo, "2026-03-08T11:00")).await;
+    let now = create_id(app, key, body(tokyo, "2026-03-08T12:00")).await;
+    for (id, micros) in [(old, 1_720_569_599_999_999i64), (edge, 1_720_569_600_000_000)] {
+        let q = Query::new("UPDATE appointments SET created_at = $1 WHERE id = $2").bind(micros).bind(id);
+        app.db.execute(&q).await.unwrap();
+    }
+    let r = app.get(key, &format!("/api/v1/appointments/{old}")).await;
+    assert_eq!(r.body["timestamp"], "2024-07-09T23:59:59.999999Z");
+
+    let ids = |q: &'static str| async move { app.get(key, &format!("/api/v1/appointments?{q}")).await.ids("appointment_id") };
+    // Without filter_by: creation time, date-only bounds are UTC days (not Tokyo's).
+    assert_eq!(ids("end_date=2024-07-09").await, vec![old]);
+    assert_eq!(ids("start_date=2024-07-09&end_date=2024-07-09").await, vec![old]);
+    assert_eq!(ids("start_date=2024-07-10").await, vec![edge, now]);
+    assert_eq!(ids("start_date=2024-07-10&end_date=2024-07-10").await, vec![edge]);
+    assert_eq!(ids("start_date=2024-07-10T00:00:00Z&end_date=2024-07-10T00:00:00Z").await, vec![edge]);
+    assert_eq!(ids("start_date=&end_date=").await, vec![old, edge, now]);
+    // filter_by without dates changes nothing.
+    assert_eq!(ids("filter_by=appointment_end").await, vec![old, edge, now]);
+    // A start after the end is an empty list, not an error.
+    assert_eq!(ids("start_date=2024-07-11&end_date=2024-07-10").await, Vec::<i64>::new());
+
+    for (q, field) in [
+        ("start_date=yesterday", "start_date"),
+        ("end_date=2024-13-01", "end_date"),
+        ("end_date=2024-07-10T25:00:00Z", "end_date"),
+        ("start_date=2024-07-10&filter_by=created", "filter_by"),
+        ("filter[date]=03/08/2026", "filter[date]"),
+        ("filter[time]=3pm", "filter[time]"),
+        ("filter[time]=24:00", "filter[time]"),
+    ] {
+        app.get(key, &format!("/api/v1/appointments?{q}")).await.invalid(field);
+    }
+}
