@@ -61,5 +61,6 @@ pub async fn load_if_empty(db: &Db) -> anyhow::Result<Option<Demo>> {
         hours::replace_week(db, company_id, shop.id, &week).await?;
     }
     crate::customers::demo::load_demo(db, company_id, &shop_ids).await?;
+    crate::appointments::load_demo(db, company_id).await?;
     Ok(Some(Demo { company_id, api_key }))
 }
