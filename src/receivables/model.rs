@@ -74,21 +74,21 @@ impl From<PaymentRow> for AccountPayment {
 #[derive(Debug, Default, Deserialize, ToSchema)]
 pub struct ReceivableInput {
     /// A shop of the company the key may see.
-    #[schema(value_type = i64)]
+    #[schema(value_type = i64, required = true)]
     #[serde(default, deserialize_with = "present")]
     pub shop_id: Option<Value>,
-    #[schema(value_type = String)]
+    #[schema(value_type = String, required = true)]
     #[serde(default, deserialize_with = "present")]
     pub reference: Option<Value>,
     #[schema(value_type = Option<i64>)]
     #[serde(default, deserialize_with = "present")]
     pub repair_order_id: Option<Value>,
     /// Invoice date, `YYYY-MM-DD`.
-    #[schema(value_type = String)]
+    #[schema(value_type = String, required = true)]
     #[serde(default, deserialize_with = "present")]
     pub date: Option<Value>,
     /// `YYYY-MM-DD`, not before `date`.
-    #[schema(value_type = String)]
+    #[schema(value_type = String, required = true)]
     #[serde(default, deserialize_with = "present")]
     pub due_date: Option<Value>,
     /// Posting date, `YYYY-MM-DD`; defaults to `date`.
@@ -96,7 +96,7 @@ pub struct ReceivableInput {
     #[serde(default, deserialize_with = "present")]
     pub actual_date: Option<Value>,
     /// More than 0, at most two decimals.
-    #[schema(value_type = f64)]
+    #[schema(value_type = f64, required = true)]
     #[serde(default, deserialize_with = "present")]
     pub amount: Option<Value>,
 }
@@ -105,11 +105,11 @@ pub struct ReceivableInput {
 #[derive(Debug, Default, Deserialize, ToSchema)]
 pub struct PaymentInput {
     /// More than 0, at most the entry's balance, at most two decimals.
-    #[schema(value_type = f64)]
+    #[schema(value_type = f64, required = true)]
     #[serde(default, deserialize_with = "present")]
     pub amount: Option<Value>,
     /// `YYYY-MM-DD`.
-    #[schema(value_type = String)]
+    #[schema(value_type = String, required = true)]
     #[serde(default, deserialize_with = "present")]
     pub date: Option<Value>,
 }

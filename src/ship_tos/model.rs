@@ -50,37 +50,37 @@ impl From<ShipToRow> for ShipTo {
 /// phones and fax may be empty strings.
 #[derive(Debug, Default, Deserialize, ToSchema)]
 pub struct ShipToInput {
-    #[schema(value_type = String)]
+    #[schema(value_type = String, required = true)]
     #[serde(default, deserialize_with = "present")]
     pub number: Option<Value>,
-    #[schema(value_type = String)]
+    #[schema(value_type = String, required = true)]
     #[serde(default, deserialize_with = "present")]
     pub name: Option<Value>,
-    #[schema(value_type = String)]
+    #[schema(value_type = String, required = true)]
     #[serde(default, deserialize_with = "present")]
     pub address: Option<Value>,
-    #[schema(value_type = String)]
+    #[schema(value_type = String, required = true)]
     #[serde(default, deserialize_with = "present")]
     pub city: Option<Value>,
-    #[schema(value_type = String)]
+    #[schema(value_type = String, required = true)]
     #[serde(default, deserialize_with = "present")]
     pub state: Option<Value>,
-    #[schema(value_type = String)]
+    #[schema(value_type = String, required = true)]
     #[serde(default, deserialize_with = "present")]
     pub zip: Option<Value>,
     #[schema(value_type = Option<String>, required = true)]
     #[serde(default, deserialize_with = "present")]
     pub email: Option<Value>,
-    #[schema(value_type = String)]
+    #[schema(value_type = String, required = true)]
     #[serde(default, deserialize_with = "present")]
     pub work_phone: Option<Value>,
-    #[schema(value_type = String)]
+    #[schema(value_type = String, required = true)]
     #[serde(default, deserialize_with = "present")]
     pub fax: Option<Value>,
-    #[schema(value_type = String)]
+    #[schema(value_type = String, required = true)]
     #[serde(default, deserialize_with = "present")]
     pub home_phone: Option<Value>,
-    #[schema(value_type = String)]
+    #[schema(value_type = String, required = true)]
     #[serde(default, deserialize_with = "present")]
     pub cell_phone: Option<Value>,
 }

@@ -1,4 +1,5 @@
 use autoshop::db::Query;
+use reqwest::Method;
 use serde_json::{Value, json};
 
 use crate::support::{Backend, TestApp};
@@ -11,6 +12,7 @@ crate::backend_tests!(
     sorts_and_paginates_customers,
     adds_details_for_the_whole_page,
     enforces_roles_shop_scope_and_company,
+    documents_customer_routes,
 );
 
 /// A valid create body for `shop_id`, with `extra` fields merged over it.
@@ -350,4 +352,41 @@ async fn enforces_roles_shop_scope_and_company(backend: Backend) {
     app.get(admin, &format!("/api/v1/customers?filter[shop_id]={other_shop}")).await.problem(404);
     assert!(!app.get(admin, "/api/v1/customers?pageSize=100").await.ids("customer_id").contains(&theirs));
     assert_eq!(app.get(admin, &format!("/api/v1/customers/{in_a}")).await.body["first_name"], "Ann");
+}
+
+async fn documents_customer_routes(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let doc = app.request(Method::GET, None, "/api/v1/openapi.json", None).await.body;
+    let paths = &doc["paths"];
+    for (path, method, errors) in [
+        ("/api/v1/customers", "get", vec!["400", "404", "422"]),
+        ("/api/v1/customers", "post", vec!["400", "422"]),
+        ("/api/v1/customers/{CustomerID}", "put", vec!["400", "404", "422"]),
+        ("/api/v1/customers/{customer_id}/ship_tos", "get", vec!["400", "404", "422"]),
+        ("/api/v1/customers/{customer_id}/ship_tos", "post", vec!["400", "404", "422"]),
+        ("/api/v1/customers/{customer_id}/ship_tos/{ship_to_id}", "put", vec!["400", "404", "422"]),
+        ("/api/v1/customers/{customer_id}/accounts_receivable", "get", vec!["400", "404", "422"]),
+        ("/api/v1/customers/{customer_id}/accounts_receivable", "post", vec!["400", "404", "422"]),
+        ("/api/v1/customers/{customer_id}/accounts_receivable/{id}/payments", "post", vec!["400", "404", "422"]),
+    ] {
+        let op = &paths[path][method];
+        assert!(op.is_object(), "{method} {path} is documented");
+        for status in errors.into_iter().chain(["401", "403", "500", "503"]) {
+            assert!(op["responses"][status]["content"]["application/problem+json"].is_object(), "{method} {path} {status}");
+        }
+    }
+    let names = |path: &str| -> Vec<String> {
+        paths[path]["get"]["parameters"].as_array().unwrap().iter().map(|p| p["name"].as_str().unwrap().to_owned()).collect()
+    };
+    let customers = names("/api/v1/customers");
+    for p in ["with_details", "customer_id", "filter[first_name]", "filter[last_name]", "filter[address]", "filter[phone]", "filter[customer_number]", "filter[updated_date]", "filter[shop_id]"] {
+        assert!(customers.iter().any(|n| n == p), "{p} in {customers:?}");
+    }
+    let receivables = names("/api/v1/customers/{customer_id}/accounts_receivable");
+    assert_eq!(receivables.iter().filter(|n| n.starts_with("filter[")).count(), 12, "{receivables:?}");
+    let schemas = &doc["components"]["schemas"];
+    assert_eq!(schemas["Customer"]["properties"]["home_phone"]["deprecated"], true);
+    let mut required: Vec<&str> = schemas["ShipToInput"]["required"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+    required.sort();
+    assert_eq!(required, vec!["address", "cell_phone", "city", "email", "fax", "home_phone", "name", "number", "state", "work_phone", "zip"]);
 }
