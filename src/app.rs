@@ -17,6 +17,7 @@ use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 use tower_http::{
     catch_panic::CatchPanicLayer,
     request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer},
+    sensitive_headers::SetSensitiveRequestHeadersLayer,
     timeout::TimeoutLayer,
     trace::TraceLayer,
 };
@@ -141,6 +142,8 @@ fn with_middleware(routes: Router, timeout: Duration, body_limit: usize) -> Rout
         .layer(middleware::from_fn(problem_for_bare_errors))
         .layer(middleware::from_fn(record_metrics))
         .layer(TraceLayer::new_for_http())
+        // Keys never reach logs, even with header logging turned on.
+        .layer(SetSensitiveRequestHeadersLayer::new([header::AUTHORIZATION]))
         .layer(PropagateRequestIdLayer::x_request_id())
         .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
 }

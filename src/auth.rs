@@ -171,6 +171,33 @@ pub async fn authenticate(db: &Db, header: Option<&str>) -> Result<Caller, ApiEr
     })
 }
 
+/// A caller with at least the `write` role. Declared before the body extractor, it makes a
+/// role failure a 403 even when the body is also wrong.
+pub struct Writer(pub Caller);
+
+/// A caller with the `admin` role (see [`Writer`]).
+pub struct Admin(pub Caller);
+
+impl FromRequestParts<AppState> for Writer {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        let caller = Caller::from_request_parts(parts, state).await?;
+        caller.require(Role::Write)?;
+        Ok(Writer(caller))
+    }
+}
+
+impl FromRequestParts<AppState> for Admin {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        let caller = Caller::from_request_parts(parts, state).await?;
+        caller.require(Role::Admin)?;
+        Ok(Admin(caller))
+    }
+}
+
 /// How long a replica trusts a key it has checked: a key revoked through another replica is
 /// refused here within this time (one revoked through this replica, at once).
 const KEY_CACHE_TTL: Duration = Duration::from_secs(1);

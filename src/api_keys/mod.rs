@@ -14,7 +14,7 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 
 use crate::{
     app::AppState,
-    auth::{Caller, Role, parse_shop_list},
+    auth::{Admin, Caller, Role, parse_shop_list},
     error::{ApiError, FieldErrors, Problem},
     extract::{JsonBody, path_id},
     listing::{ListQuery, ListSpec, Page, RequestUrl},
@@ -98,7 +98,7 @@ async fn list_keys(State(state): State<AppState>, caller: Caller, url: RequestUr
 /// Create an API key. The response carries the key in `api_key`, once.
 #[utoipa::path(post, path = "/api/v1/api_keys", tag = "api_keys", request_body = ApiKeyInput,
     responses((status = 201, body = ApiKeyRecord), (status = 422, body = Problem)))]
-async fn create_key(State(state): State<AppState>, caller: Caller, JsonBody(input): JsonBody<ApiKeyInput>) -> Result<Response, ApiError> {
+async fn create_key(State(state): State<AppState>, Admin(caller): Admin, JsonBody(input): JsonBody<ApiKeyInput>) -> Result<Response, ApiError> {
     caller.require_company_admin()?;
     let mut errors = FieldErrors::default();
     let name = validate::required_text(&mut errors, "name", input.name).unwrap_or_default();
@@ -132,12 +132,16 @@ async fn create_key(State(state): State<AppState>, caller: Caller, JsonBody(inpu
     Ok(created("/api/v1/api_keys".into(), record))
 }
 
-/// Revoke an API key: refused from the next request on. Revoking twice is not an error.
+/// Revoke an API key: refused from the next request on. Revoking twice is not an error; a key
+/// cannot revoke itself (so the last admin key cannot be lost by mistake).
 #[utoipa::path(delete, path = "/api/v1/api_keys/{id}", tag = "api_keys", params(("id" = i64, Path)),
-    responses((status = 204, description = "Revoked"), (status = 404, body = Problem)))]
+    responses((status = 204, description = "Revoked"), (status = 404, body = Problem), (status = 422, body = Problem)))]
 async fn revoke_key(State(state): State<AppState>, caller: Caller, Path(id): Path<String>) -> Result<StatusCode, ApiError> {
     caller.require_company_admin()?;
     let id = path_id(&id, "API key")?;
+    if id == caller.key_id {
+        return Err(ApiError::invalid("id", "A key cannot revoke itself; revoke it with another admin key."));
+    }
     if store::revoke(&state.db, caller.company_id, id).await? {
         state.keys.forget(id);
         Ok(StatusCode::NO_CONTENT)

@@ -12,7 +12,7 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 
 use crate::{
     app::AppState,
-    auth::{Caller, Role},
+    auth::{Admin, Caller},
     error::{ApiError, FieldErrors, Problem},
     extract::{JsonBody, parse_bool, path_id},
     listing::{ListQuery, ListSpec, Page, RequestUrl},
@@ -55,8 +55,7 @@ async fn get_bay(State(state): State<AppState>, caller: Caller, Path(id): Path<S
 /// Create a bay (admin).
 #[utoipa::path(post, path = "/api/v1/bays", tag = "bays", request_body = BayInput,
     responses((status = 201, body = Bay), (status = 422, body = Problem)))]
-async fn create_bay(State(state): State<AppState>, caller: Caller, JsonBody(input): JsonBody<BayInput>) -> Result<Response, ApiError> {
-    caller.require(Role::Admin)?;
+async fn create_bay(State(state): State<AppState>, Admin(caller): Admin, JsonBody(input): JsonBody<BayInput>) -> Result<Response, ApiError> {
     let mut errors = FieldErrors::default();
     let shop_id = validate::required(&mut errors, "shop_id", input.shop_id);
     scope::body_shop(&state.db, &caller, shop_id, &mut errors).await?;
@@ -78,11 +77,10 @@ async fn create_bay(State(state): State<AppState>, caller: Caller, JsonBody(inpu
     responses((status = 200, body = Bay), (status = 404, body = Problem), (status = 422, body = Problem)))]
 async fn update_bay(
     State(state): State<AppState>,
-    caller: Caller,
+    Admin(caller): Admin,
     Path(id): Path<String>,
     JsonBody(input): JsonBody<BayInput>,
 ) -> Result<Json<Bay>, ApiError> {
-    caller.require(Role::Admin)?;
     let current = visible_bay(&state, &caller, &id).await?;
     let mut errors = FieldErrors::default();
     if input.shop_id.is_some() {

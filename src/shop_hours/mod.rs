@@ -10,7 +10,7 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 
 use crate::{
     app::AppState,
-    auth::{Caller, Role},
+    auth::{Admin, Caller},
     db::Db,
     error::{ApiError, FieldErrors, Problem},
     extract::{JsonBody, QueryParams},
@@ -40,8 +40,7 @@ async fn get_hours(State(state): State<AppState>, caller: Caller, params: QueryP
 /// Replace a shop's week (admin). A rejected request leaves the old week in place.
 #[utoipa::path(put, path = "/api/v1/settings/shop_hours", tag = "settings", request_body = WeekInput,
     responses((status = 200, body = DataList<HoursRecord>), (status = 422, body = Problem)))]
-async fn put_hours(State(state): State<AppState>, caller: Caller, JsonBody(input): JsonBody<WeekInput>) -> Result<Json<DataList<HoursRecord>>, ApiError> {
-    caller.require(Role::Admin)?;
+async fn put_hours(State(state): State<AppState>, Admin(caller): Admin, JsonBody(input): JsonBody<WeekInput>) -> Result<Json<DataList<HoursRecord>>, ApiError> {
     let mut errors = FieldErrors::default();
     let shop_id = validate::required(&mut errors, "shop_id", input.shop_id);
     let shop = scope::body_shop(&state.db, &caller, shop_id, &mut errors).await?;

@@ -15,7 +15,7 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 
 use crate::{
     app::AppState,
-    auth::{Caller, Role},
+    auth::{Admin, Caller},
     bays::{model::Bay, store as bays},
     error::{ApiError, Problem},
     extract::{JsonBody, QueryParams, path_id},
@@ -121,7 +121,7 @@ async fn get_shop(State(state): State<AppState>, caller: Caller, Path(id): Path<
 /// source value, no bays and no hours.
 #[utoipa::path(post, path = "/api/v1/shops", tag = "shops", request_body = ShopInput,
     responses((status = 201, body = ShopInfo), (status = 422, body = Problem)))]
-async fn create_shop(State(state): State<AppState>, caller: Caller, JsonBody(input): JsonBody<ShopInput>) -> Result<Response, ApiError> {
+async fn create_shop(State(state): State<AppState>, Admin(caller): Admin, JsonBody(input): JsonBody<ShopInput>) -> Result<Response, ApiError> {
     caller.require_company_admin()?;
     let fields = input.into_fields(None).map_err(ApiError::Validation)?;
     let shop = create(&state.db, caller.company_id, &fields).await?;
@@ -142,11 +142,10 @@ pub async fn create(db: &crate::db::Db, company_id: i64, fields: &ShopFields) ->
     responses((status = 200, body = ShopInfo), (status = 404, body = Problem), (status = 422, body = Problem)))]
 async fn update_shop(
     State(state): State<AppState>,
-    caller: Caller,
+    Admin(caller): Admin,
     Path(id): Path<String>,
     JsonBody(input): JsonBody<ShopInput>,
 ) -> Result<Json<ShopInfo>, ApiError> {
-    caller.require(Role::Admin)?;
     let current = scope::visible_shop(&state.db, &caller, path_id(&id, "Shop")?).await?;
     let fields = input.into_fields(Some(ShopFields::from_row(&current))).map_err(ApiError::Validation)?;
     let shop = store::update(&state.db, caller.company_id, current.id, &fields).await?.ok_or_else(|| ApiError::not_found("Shop"))?;

@@ -12,7 +12,7 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 
 use crate::{
     app::AppState,
-    auth::{Caller, Role},
+    auth::{Admin, Caller},
     error::{ApiError, FieldErrors, Problem},
     extract::{JsonBody, parse_bool, path_id},
     listing::{ListQuery, ListSpec, Page, RequestUrl},
@@ -59,8 +59,7 @@ async fn get_source(State(state): State<AppState>, caller: Caller, Path(id): Pat
 /// Create a source (admin).
 #[utoipa::path(post, path = "/api/v1/settings/sources", tag = "settings", request_body = SourceInput,
     responses((status = 201, body = Source), (status = 422, body = Problem)))]
-async fn create_source(State(state): State<AppState>, caller: Caller, JsonBody(input): JsonBody<SourceInput>) -> Result<Response, ApiError> {
-    caller.require(Role::Admin)?;
+async fn create_source(State(state): State<AppState>, Admin(caller): Admin, JsonBody(input): JsonBody<SourceInput>) -> Result<Response, ApiError> {
     let mut errors = FieldErrors::default();
     let shop_id = validate::required(&mut errors, "shop_id", input.shop_id);
     scope::body_shop(&state.db, &caller, shop_id, &mut errors).await?;
@@ -78,11 +77,10 @@ async fn create_source(State(state): State<AppState>, caller: Caller, JsonBody(i
     responses((status = 200, body = Source), (status = 404, body = Problem), (status = 422, body = Problem)))]
 async fn update_source(
     State(state): State<AppState>,
-    caller: Caller,
+    Admin(caller): Admin,
     Path(id): Path<String>,
     JsonBody(input): JsonBody<SourceInput>,
 ) -> Result<Json<Source>, ApiError> {
-    caller.require(Role::Admin)?;
     let current = visible_source(&state, &caller, &id).await?;
     let mut errors = FieldErrors::default();
     if input.shop_id.is_some() {

@@ -43,6 +43,10 @@ async fn keys_are_shown_once_listed_without_secrets_and_revoked_at_once(backend:
     // Revoking again is harmless; an unknown id is 404.
     assert_eq!(app.delete(admin, &format!("/api/v1/api_keys/{id}")).await.status, 204);
     app.delete(admin, "/api/v1/api_keys/999999").await.problem(404);
+    // A key cannot revoke itself.
+    let own_id = app.get(admin, "/api/v1/api_keys").await.ids("id")[0];
+    app.delete(admin, &format!("/api/v1/api_keys/{own_id}")).await.invalid("id");
+    assert_eq!(app.get(admin, "/api/v1/bays").await.status, 200);
 }
 
 async fn roles_limit_what_a_key_may_do(backend: Backend) {
