@@ -59,8 +59,10 @@ impl ListQuery {
         let filters = parse_filters(params, spec.filters)?;
 
         let mut order: Vec<(&'static str, bool)> = Vec::new();
-        if let Some(sort) = params.get("sort") {
-            for item in sort.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        // `sort=a,-b`: exactly the documented pattern (no blanks, no empty items); an empty value
+        // means the default order.
+        if let Some(sort) = params.get("sort").filter(|s| !s.is_empty()) {
+            for item in sort.split(',') {
                 let (name, descending) = match item.strip_prefix('-') {
                     Some(name) => (name, true),
                     None => (item.strip_prefix('+').unwrap_or(item), false),
@@ -284,6 +286,8 @@ mod tests {
     fn unknown_sort_and_filter_are_400_naming_the_allowed_ones() {
         let e = parse("sort=nope").unwrap_err().to_string();
         assert!(e.contains("title, order"), "{e}");
+        assert!(parse("sort=title,").is_err() && parse("sort=%20title").is_err());
+        assert!(parse("sort=").is_ok());
         let e = parse("filter[nope]=1").unwrap_err().to_string();
         assert!(e.contains("filter[shop_id], filter[active]"), "{e}");
     }

@@ -28,10 +28,17 @@ fn problem_response(description: &str) -> Response {
         .build()
 }
 
+const BODY_ERRORS: [(&str, &str); 3] = [
+    ("400", "Malformed JSON"),
+    ("415", "The body is not `application/json`"),
+    ("422", "Validation failed; `errors` maps each field to its messages"),
+];
+
 fn finish_operation(op: &mut Operation) {
     op.security = Some(vec![SecurityRequirement::new("bearer", Vec::<String>::new())]);
-    for (status, description) in SHARED_ERRORS {
-        op.responses.responses.entry(status.to_owned()).or_insert_with(|| RefOr::T(problem_response(description)));
+    let body_errors = if op.request_body.is_some() { &BODY_ERRORS[..] } else { &[] };
+    for (status, description) in SHARED_ERRORS.iter().chain(body_errors) {
+        op.responses.responses.entry((*status).to_owned()).or_insert_with(|| RefOr::T(problem_response(description)));
     }
     for (status, response) in op.responses.responses.iter_mut() {
         let RefOr::T(response) = response else { continue };

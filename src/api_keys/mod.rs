@@ -82,6 +82,7 @@ struct KeyListParams {
     #[param(rename = "pageSize", minimum = 1, maximum = 100)]
     page_size: Option<i64>,
     /// `name` or `created_at`, `-` for descending.
+    #[param(pattern = r"^([-+]?(name|created_at)(,[-+]?(name|created_at))*)?$")]
     sort: Option<String>,
 }
 

@@ -19,7 +19,7 @@ use crate::{
     respond::{created, unique_as_invalid},
     scope, validate,
 };
-use model::{Bay, BayInput, BayListParams};
+use model::{Bay, BayInput, BayListParams, NewBay};
 use store::BayFields;
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -53,9 +53,9 @@ async fn get_bay(State(state): State<AppState>, caller: Caller, Path(id): Path<S
 }
 
 /// Create a bay (admin).
-#[utoipa::path(post, path = "/api/v1/bays", tag = "bays", request_body = BayInput,
+#[utoipa::path(post, path = "/api/v1/bays", tag = "bays", request_body = NewBay,
     responses((status = 201, body = Bay), (status = 422, body = Problem)))]
-async fn create_bay(State(state): State<AppState>, Admin(caller): Admin, JsonBody(input): JsonBody<BayInput>) -> Result<Response, ApiError> {
+async fn create_bay(State(state): State<AppState>, Admin(caller): Admin, JsonBody(input): JsonBody<NewBay>) -> Result<Response, ApiError> {
     let mut errors = FieldErrors::default();
     let shop_id = validate::required(&mut errors, "shop_id", input.shop_id);
     scope::body_shop(&state.db, &caller, shop_id, &mut errors).await?;

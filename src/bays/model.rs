@@ -20,13 +20,26 @@ impl From<BayRow> for Bay {
     }
 }
 
-/// Body of `POST /api/v1/bays` and `PUT /api/v1/bays/{id}`. On PUT, omitted fields keep their
-/// value.
+/// Body of `POST /api/v1/bays`.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+pub struct NewBay {
+    #[schema(required, nullable = false)]
+    pub shop_id: Option<i64>,
+    /// Unique per shop, ignoring case.
+    #[schema(required, nullable = false, max_length = 100, pattern = r"\S")]
+    pub title: Option<String>,
+    /// Default 0.
+    pub order: Option<i64>,
+    /// Default true.
+    pub active: Option<bool>,
+}
+
+/// Body of `PUT /api/v1/bays/{id}`: omitted (or null) fields keep their value.
 #[derive(Debug, Default, Deserialize, ToSchema)]
 pub struct BayInput {
-    /// Required on create.
     pub shop_id: Option<i64>,
-    /// Required on create; unique per shop, ignoring case.
+    /// Unique per shop, ignoring case.
+    #[schema(max_length = 100, pattern = r"\S")]
     pub title: Option<String>,
     /// Default 0.
     pub order: Option<i64>,
@@ -46,6 +59,7 @@ pub struct BayListParams {
     #[param(rename = "pageSize", minimum = 1, maximum = 100)]
     page_size: Option<i64>,
     /// Comma-separated fields among `title`, `order`; prefix `-` for descending.
+    #[param(pattern = r"^([-+]?(title|order)(,[-+]?(title|order))*)?$")]
     sort: Option<String>,
     /// One shop; omitted means every shop of the company the key may see.
     #[param(rename = "filter[shop_id]")]

@@ -25,7 +25,7 @@ use crate::{
     shop_hours,
     sources::{model::Source, store as sources},
 };
-use model::{ShopFields, ShopInfo, ShopInput};
+use model::{NewShop, ShopFields, ShopInfo, ShopInput};
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -36,6 +36,16 @@ pub fn router() -> OpenApiRouter<AppState> {
 
 const EMBEDS: [&str; 3] = ["hours", "bays", "sources"];
 
+/// The values of `with[]` on shop info.
+#[derive(utoipa::ToSchema)]
+#[schema(rename_all = "lowercase")]
+#[allow(dead_code)]
+enum ShopEmbed {
+    Hours,
+    Bays,
+    Sources,
+}
+
 /// Query parameters of `GET /api/v1/settings/shop_info`.
 #[derive(IntoParams)]
 #[into_params(parameter_in = Query)]
@@ -44,8 +54,8 @@ struct ShopInfoParams {
     /// One shop; omitted means every shop of the company the key may see.
     #[param(rename = "filter[shop_id]")]
     filter_shop_id: Option<i64>,
-    /// Lists to embed in each shop: `hours`, `bays`, `sources` (each at most once).
-    #[param(rename = "with[]", explode = true)]
+    /// Lists to embed in each shop (each at most once).
+    #[param(rename = "with[]", explode = true, value_type = Option<Vec<ShopEmbed>>)]
     with: Option<Vec<String>>,
 }
 
@@ -119,7 +129,7 @@ async fn get_shop(State(state): State<AppState>, caller: Caller, Path(id): Path<
 
 /// Create a shop (admin key without a shop list). It starts with one source per appointment
 /// source value, no bays and no hours.
-#[utoipa::path(post, path = "/api/v1/shops", tag = "shops", request_body = ShopInput,
+#[utoipa::path(post, path = "/api/v1/shops", tag = "shops", request_body = NewShop,
     responses((status = 201, body = ShopInfo), (status = 422, body = Problem)))]
 async fn create_shop(State(state): State<AppState>, Admin(caller): Admin, JsonBody(input): JsonBody<ShopInput>) -> Result<Response, ApiError> {
     caller.require_company_admin()?;

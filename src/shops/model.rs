@@ -15,7 +15,7 @@ use super::store::ShopRow;
 /// value.
 #[derive(Debug, Default, Deserialize, ToSchema)]
 pub struct ShopInput {
-    /// Required on create.
+    #[schema(max_length = 255, pattern = r"\S")]
     pub name: Option<String>,
     pub address: Option<String>,
     pub city: Option<String>,
@@ -25,7 +25,37 @@ pub struct ShopInput {
     pub email: Option<String>,
     pub website: Option<String>,
     /// IANA time zone name, e.g. `America/Chicago`. Default `UTC`.
+    #[schema(schema_with = timezone_schema)]
     pub timezone: Option<String>,
+}
+
+/// Body of `POST /api/v1/shops` as documented: parsed as [`ShopInput`], which applies the same
+/// rules (only `name` is required).
+#[derive(ToSchema)]
+#[allow(dead_code)]
+pub struct NewShop {
+    #[schema(max_length = 255, pattern = r"\S")]
+    name: String,
+    address: Option<String>,
+    city: Option<String>,
+    state: Option<String>,
+    zip: Option<String>,
+    phone: Option<String>,
+    /// An e-mail address, or empty.
+    email: Option<String>,
+    website: Option<String>,
+    /// IANA time zone name. Default `UTC`.
+    #[schema(schema_with = timezone_schema)]
+    timezone: Option<String>,
+}
+
+/// Every IANA zone name the server accepts, so clients (and fuzzers) know the valid values.
+pub fn timezone_schema() -> utoipa::openapi::schema::Object {
+    utoipa::openapi::schema::ObjectBuilder::new()
+        .schema_type(utoipa::openapi::schema::Type::String)
+        .enum_values(Some(chrono_tz::TZ_VARIANTS.iter().map(|tz| tz.name())))
+        .description(Some("IANA time zone name"))
+        .build()
 }
 
 /// A shop's editable fields, complete and validated.

@@ -19,7 +19,7 @@ use crate::{
     respond::{created, unique_as_invalid},
     scope, validate,
 };
-use model::{Source, SourceInput, SourceListParams};
+use model::{NewSource, Source, SourceInput, SourceListParams};
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(list_sources, create_source)).routes(routes!(get_source, update_source))
@@ -57,9 +57,9 @@ async fn get_source(State(state): State<AppState>, caller: Caller, Path(id): Pat
 }
 
 /// Create a source (admin).
-#[utoipa::path(post, path = "/api/v1/settings/sources", tag = "settings", request_body = SourceInput,
+#[utoipa::path(post, path = "/api/v1/settings/sources", tag = "settings", request_body = NewSource,
     responses((status = 201, body = Source), (status = 422, body = Problem)))]
-async fn create_source(State(state): State<AppState>, Admin(caller): Admin, JsonBody(input): JsonBody<SourceInput>) -> Result<Response, ApiError> {
+async fn create_source(State(state): State<AppState>, Admin(caller): Admin, JsonBody(input): JsonBody<NewSource>) -> Result<Response, ApiError> {
     let mut errors = FieldErrors::default();
     let shop_id = validate::required(&mut errors, "shop_id", input.shop_id);
     scope::body_shop(&state.db, &caller, shop_id, &mut errors).await?;

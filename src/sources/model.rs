@@ -22,13 +22,24 @@ impl From<SourceRow> for Source {
     }
 }
 
-/// Body of `POST /api/v1/settings/sources` and `PUT /api/v1/settings/sources/{id}`. On PUT,
-/// omitted fields keep their value.
+/// Body of `POST /api/v1/settings/sources`.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+pub struct NewSource {
+    #[schema(required, nullable = false)]
+    pub shop_id: Option<i64>,
+    /// Unique per shop, ignoring case.
+    #[schema(required, nullable = false, max_length = 100, pattern = r"\S")]
+    pub name: Option<String>,
+    /// Default true.
+    pub active: Option<bool>,
+}
+
+/// Body of `PUT /api/v1/settings/sources/{id}`: omitted (or null) fields keep their value.
 #[derive(Debug, Default, Deserialize, ToSchema)]
 pub struct SourceInput {
-    /// Required on create.
     pub shop_id: Option<i64>,
-    /// Required on create; unique per shop, ignoring case.
+    /// Unique per shop, ignoring case.
+    #[schema(max_length = 100, pattern = r"\S")]
     pub name: Option<String>,
     /// Default true.
     pub active: Option<bool>,
@@ -47,6 +58,7 @@ pub struct SourceListParams {
     #[param(rename = "pageSize", minimum = 1, maximum = 100)]
     page_size: Option<i64>,
     /// `name` or `-name`.
+    #[param(pattern = r"^([-+]?(name)(,[-+]?(name))*)?$")]
     sort: Option<String>,
     /// Default true.
     #[param(rename = "filter[active]")]
