@@ -27,7 +27,7 @@ use crate::{
     extract::{JsonBody, path_id},
     listing::{ListQuery, ListSpec, Page, RequestUrl},
     respond::created,
-    scope,
+    scope::{self, ShopFilter},
 };
 use filters::{FILTERS, ListFilters};
 use model::{Appointment, AppointmentInput, AppointmentListParams};
@@ -132,6 +132,28 @@ async fn update_appointment(
         .ok_or_else(|| ApiError::not_found("Appointment"))?;
     row.column_title = valid.column_title;
     Ok(Json(row.into()))
+}
+
+/// For customers' `with_details`: each customer's appointments in the given shops (as this API
+/// returns them, by scheduled start), from one query for the whole page of customers. Derive
+/// their `vehicles` with [`model::distinct_vehicles`].
+pub async fn schedules_for_customers(
+    db: &crate::db::Db,
+    company_id: i64,
+    shops: &ShopFilter,
+    customer_ids: &[i64],
+) -> Result<HashMap<i64, Vec<Appointment>>, crate::db::DbError> {
+    let mut out: HashMap<i64, Vec<Appointment>> = HashMap::new();
+    for row in store::for_customers(db, company_id, customer_ids).await? {
+        let in_scope = match shops {
+            ShopFilter::All => true,
+            ShopFilter::Only(ids) => ids.contains(&row.shop_id),
+        };
+        if let (true, Some(customer_id)) = (in_scope, row.customer_id) {
+            out.entry(customer_id).or_default().push(row.into());
+        }
+    }
+    Ok(out)
 }
 
 async fn visible(state: &AppState, caller: &Caller, raw_id: &str) -> Result<store::AppointmentRow, ApiError> {

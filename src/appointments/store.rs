@@ -218,7 +218,11 @@ pub async fn list(
     f: &ListFilters,
     list: &ListQuery,
 ) -> Result<(Vec<AppointmentRow>, i64), DbError> {
-    fetch_page(db, &select_columns(), &list_query(company_id, shops, f), list, "id").await
+    // A date or range filter is served by its own index, then the matches are sorted. Ordering
+    // by the bare primary key instead tempts PostgreSQL to walk the primary key and filter,
+    // which at a million rows costs hundreds of milliseconds when the matches are recent.
+    let tie_break = if f.range.is_some() || f.local_date.is_some() || f.updated.is_some() { "id + 0" } else { "id" };
+    fetch_page(db, &select_columns(), &list_query(company_id, shops, f), list, tie_break).await
 }
 
 /// Every appointment of the given customers (one query for a page of customers), by customer,

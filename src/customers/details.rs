@@ -27,16 +27,25 @@ pub struct AppointmentDetails {
     pub schedule: Vec<Value>,
 }
 
-/// APPOINTMENTS HOOK: vehicles and schedule of these customers, by customer id. Appointments are
-/// being built in `src/appointments`; until that module offers a batch loader (one query for all
-/// `customer_ids`), every customer gets empty `vehicles` and `schedule` lists. Replace this body
-/// with that one call.
+/// Vehicles and schedule of these customers, by customer id: one query for the whole page,
+/// limited to the appointments of the key's shops.
 async fn appointment_details(
-    _db: &Db,
-    _company_id: i64,
-    _customer_ids: &[i64],
+    db: &Db,
+    company_id: i64,
+    shops: &ShopFilter,
+    customer_ids: &[i64],
 ) -> Result<HashMap<i64, AppointmentDetails>, DbError> {
-    Ok(HashMap::new())
+    use crate::appointments::{model::distinct_vehicles, schedules_for_customers};
+    let mut out = HashMap::new();
+    for (id, appointments) in schedules_for_customers(db, company_id, shops, customer_ids).await? {
+        let vehicles = distinct_vehicles(&appointments)
+            .into_iter()
+            .map(|v| CustomerVehicle { vehicle_id: v.vehicle_id, year: v.year, make: v.make, model: v.model })
+            .collect();
+        let schedule = appointments.into_iter().map(|a| serde_json::to_value(a).unwrap_or_default()).collect();
+        out.insert(id, AppointmentDetails { vehicles, schedule });
+    }
+    Ok(out)
 }
 
 /// Groups rows by customer id, keeping their order.
@@ -65,7 +74,7 @@ pub async fn attach(db: &Db, caller: &Caller, customers: &mut [Customer]) -> Res
         |r| r.customer_id,
         AccountPayment::from,
     );
-    let mut appointments = appointment_details(db, company, &ids).await?;
+    let mut appointments = appointment_details(db, company, &shops, &ids).await?;
     for customer in customers {
         let id = customer.customer_id;
         let from_appointments = appointments.remove(&id).unwrap_or_default();

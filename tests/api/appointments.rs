@@ -10,6 +10,7 @@ crate::backend_tests!(
     updates_keep_omitted_fields_and_null_clears,
     roles_shop_scope_and_companies_are_enforced,
     customers_fill_names_and_show_in_details,
+    customer_details_list_appointments_and_vehicles,
 );
 
 /// A minimal valid body: the required fields, phones empty.
@@ -289,4 +290,48 @@ async fn customers_fill_names_and_show_in_details(backend: Backend) {
     let their_shop = app.create_shop(&other, "T", "UTC").await;
     let theirs = create_customer(&app, &other, their_shop, "Zed", "Z", "z@example.com").await;
     app.post(admin, "/api/v1/appointments", body_with(a, "2026-05-01T10:00:00Z", json!({"customer_id": theirs}))).await.invalid("customer_id");
+}
+
+async fn customer_details_list_appointments_and_vehicles(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let admin = &app.admin_key;
+    let a = app.create_shop(admin, "A", "America/Chicago").await;
+    let b = app.create_shop(admin, "B", "UTC").await;
+    let ana = create_customer(&app, admin, a, "Ana", "Smith", "ana@example.com").await;
+    let idle = create_customer(&app, admin, a, "Ida", "Idle", "ida@example.com").await;
+    let appt = |shop: i64, date: &str, extra: Value| {
+        let mut b = body_with(shop, date, extra);
+        b["customer_id"] = json!(ana);
+        b
+    };
+    let camry = create_id(&app, admin, appt(a, "2026-05-03T10:00:00Z", json!({"vehicle_id": 7}))).await;
+    let civic = create_id(&app, admin, appt(a, "2026-05-01T10:00:00Z", json!({"year": "2018", "make": "Honda", "model": "Civic"}))).await;
+    let civic_again = create_id(&app, admin, appt(a, "2026-05-02T10:00:00Z", json!({"year": "2018", "make": "HONDA", "model": "civic"}))).await;
+    let same_id = create_id(&app, admin, appt(a, "2026-05-04T10:00:00Z", json!({"vehicle_id": 7, "make": "Toyota Motor"}))).await;
+    let in_b = create_id(&app, admin, appt(b, "2026-05-05T10:00:00Z", json!({"year": "2020", "make": "Ford", "model": "F-150"}))).await;
+    create_id(&app, admin, body_with(a, "2026-05-01T12:00:00Z", json!({"first_name": "Walk-in"}))).await;
+
+    let r = app.get(admin, "/api/v1/customers?with_details=true").await;
+    let data = r.ok()["data"].as_array().unwrap().clone();
+    let ana_json = data.iter().find(|c| c["customer_id"] == ana).unwrap();
+    let schedule: Vec<i64> = ana_json["schedule"].as_array().unwrap().iter().map(|s| s["appointment_id"].as_i64().unwrap()).collect();
+    assert_eq!(schedule, vec![civic, civic_again, camry, same_id, in_b]);
+    // Schedule items are the appointment objects themselves.
+    let first = &ana_json["schedule"][0];
+    assert_eq!((first["schedule"]["date"].as_str(), first["schedule"]["time"].as_str()), (Some("2026-05-01"), Some("05:00:00")));
+    assert_eq!(first["first_name"], "Ana");
+    assert_eq!(ana_json["vehicles"], json!([
+        {"vehicle_id": null, "year": "2018", "make": "Honda", "model": "Civic"},
+        {"vehicle_id": 7, "year": "2019", "make": "Toyota", "model": "Camry"},
+        {"vehicle_id": null, "year": "2020", "make": "Ford", "model": "F-150"},
+    ]));
+    let idle_json = data.iter().find(|c| c["customer_id"] == idle).unwrap();
+    assert_eq!((&idle_json["schedule"], &idle_json["vehicles"]), (&json!([]), &json!([])));
+
+    // A key limited to shop A sees only shop A's appointments of the customer.
+    let scoped = app.create_key(admin, "read", Some(vec![a])).await;
+    let r = app.get(&scoped, &format!("/api/v1/customers?with_details=true&customer_id={ana}")).await;
+    let c = &r.ok()["data"][0];
+    assert_eq!(c["schedule"].as_array().unwrap().len(), 4);
+    assert_eq!(c["vehicles"].as_array().unwrap().len(), 2);
 }
