@@ -161,7 +161,8 @@ pub async fn list(
         }
     }
     if let Some(number) = &filter.customer_number {
-        q.push(" AND customer_number = ").push_bind(number);
+        // The `<> ''` term lets both backends use the partial unique index on the number.
+        q.push(" AND customer_number <> '' AND customer_number = ").push_bind(number);
     }
     if let Some((from, to)) = filter.updated {
         q.push(" AND updated_at >= ").push_bind(from).push(" AND updated_at < ").push_bind(to);
