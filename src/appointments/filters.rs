@@ -89,7 +89,7 @@ impl ListFilters {
                 None => errors.add("filter[time]", "The filter[time] parameter must be a time in the format HH:MM or HH:MM:SS."),
             }
         }
-        match filled(list.filter("status")).map(str::to_ascii_lowercase).as_deref() {
+        match filled(list.filter("status")) {
             None | Some("both") => {}
             Some("complete") => f.done = Some(true),
             Some("incomplete") => f.done = Some(false),

@@ -21,7 +21,7 @@ pub use demo::load_demo;
 
 use crate::{
     app::AppState,
-    auth::{Caller, Role},
+    auth::{Caller, Writer},
     customers::{model::Customer, store as customers},
     error::{ApiError, Problem},
     extract::{JsonBody, path_id},
@@ -30,7 +30,7 @@ use crate::{
     scope::{self, ShopFilter},
 };
 use filters::{FILTERS, ListFilters};
-use model::{Appointment, AppointmentInput, AppointmentListParams};
+use model::{Appointment, AppointmentInput, AppointmentListParams, NewAppointment};
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -98,15 +98,14 @@ async fn get_appointment(State(state): State<AppState>, caller: Caller, Path(id)
 }
 
 /// Create an appointment (`write` or `admin` key).
-#[utoipa::path(post, path = "/api/v1/appointments", tag = "appointments", request_body = AppointmentInput,
+#[utoipa::path(post, path = "/api/v1/appointments", tag = "appointments", request_body = NewAppointment,
     responses((status = 201, body = Appointment, description = "Created; `Location` names the new appointment"),
         (status = 400, body = Problem), (status = 422, body = Problem)))]
 async fn create_appointment(
     State(state): State<AppState>,
-    caller: Caller,
+    Writer(caller): Writer,
     JsonBody(input): JsonBody<AppointmentInput>,
 ) -> Result<Response, ApiError> {
-    caller.require(Role::Write)?;
     let valid = validation::validate(&state.db, &caller, input, None).await?;
     let mut row = store::insert(&state.db, caller.company_id, &valid.fields).await?;
     row.column_title = valid.column_title;
@@ -120,11 +119,10 @@ async fn create_appointment(
     responses((status = 200, body = Appointment), (status = 400, body = Problem), (status = 404, body = Problem), (status = 422, body = Problem)))]
 async fn update_appointment(
     State(state): State<AppState>,
-    caller: Caller,
+    Writer(caller): Writer,
     Path(id): Path<String>,
     JsonBody(input): JsonBody<AppointmentInput>,
 ) -> Result<Json<Appointment>, ApiError> {
-    caller.require(Role::Write)?;
     let current = visible(&state, &caller, &id).await?;
     let valid = validation::validate(&state.db, &caller, input, Some(&current)).await?;
     let mut row = store::update(&state.db, caller.company_id, current.id, &valid.fields)

@@ -1,10 +1,13 @@
 //! Wire types of the appointment routes.
 
 use serde::{Deserialize, Serialize};
-use utoipa::{IntoParams, ToSchema};
+use utoipa::{
+    IntoParams, ToSchema,
+    openapi::schema::{Object, ObjectBuilder, SchemaType, Type},
+};
 
 use super::{patch::Patch, store::AppointmentRow};
-use crate::time::format_micros;
+use crate::{sources::model::APPOINTMENT_SOURCES, time::format_micros};
 
 /// An appointment, as created, updated and listed.
 #[derive(Debug, Clone, Serialize, ToSchema)]
@@ -128,57 +131,58 @@ pub fn distinct_vehicles<'a>(appointments: impl IntoIterator<Item = &'a Appointm
     out
 }
 
-/// Body of `POST /api/v1/appointments` and `PUT /api/v1/appointments/{id}`. On PUT, omitted
-/// fields keep their value and `null` clears a nullable field.
+/// Body of `PUT /api/v1/appointments/{id}` (and, with the required fields, of `POST`): omitted
+/// fields keep their value and `null` clears a nullable field (`done`, `hours` and `source` go
+/// back to their defaults).
 #[derive(Debug, Default, Deserialize, ToSchema)]
 pub struct AppointmentInput {
     /// Required on create; a shop the key may see.
     #[serde(default)]
-    #[schema(value_type = i64)]
+    #[schema(value_type = i64, nullable = false)]
     pub shop_id: Patch<i64>,
     /// Required on create. RFC 3339 with an offset or `Z` (`2024-07-09T08:30:00-05:00`), or a
     /// local date-time without offset (`2024-07-09T08:30:00`, `2024-07-09 08:30`) read in the
     /// shop's time zone. A local time skipped by a daylight-saving change moves forward past
     /// the gap; a repeated one takes its first occurrence.
     #[serde(default)]
-    #[schema(value_type = String)]
+    #[schema(value_type = String, nullable = false)]
     pub date: Patch<String>,
     /// Required on create; four digits.
     #[serde(default)]
-    #[schema(value_type = String)]
+    #[schema(value_type = String, nullable = false, pattern = r"^[0-9]{4}$")]
     pub year: Patch<String>,
     /// Required on create.
     #[serde(default)]
-    #[schema(value_type = String)]
+    #[schema(value_type = String, nullable = false, max_length = 255, pattern = r"\S")]
     pub make: Patch<String>,
     /// Required on create.
     #[serde(default)]
-    #[schema(value_type = String)]
+    #[schema(value_type = String, nullable = false, max_length = 255, pattern = r"\S")]
     pub model: Patch<String>,
     /// Required on create; may be empty.
     #[serde(default)]
-    #[schema(value_type = String)]
+    #[schema(value_type = String, nullable = false, max_length = 255)]
     pub home_phone: Patch<String>,
     /// Required on create; may be empty.
     #[serde(default)]
-    #[schema(value_type = String)]
+    #[schema(value_type = String, nullable = false, max_length = 255)]
     pub work_phone: Patch<String>,
     /// Required on create; may be empty.
     #[serde(default)]
-    #[schema(value_type = String)]
+    #[schema(value_type = String, nullable = false, max_length = 255)]
     pub cell_phone: Patch<String>,
     /// A customer of the company; fills omitted `first_name`, `last_name` and `email`.
     #[serde(default)]
     #[schema(value_type = Option<i64>)]
     pub customer_id: Patch<i64>,
     #[serde(default)]
-    #[schema(value_type = Option<i64>)]
+    #[schema(value_type = Option<i64>, minimum = 1)]
     pub vehicle_id: Patch<i64>,
     #[serde(default)]
-    #[schema(value_type = Option<i64>)]
+    #[schema(value_type = Option<i64>, minimum = 1)]
     pub repair_order_id: Patch<i64>,
     #[serde(default)]
-    #[schema(value_type = Option<i64>)]
+    #[schema(value_type = Option<i64>, minimum = 1)]
     pub employee_id: Patch<i64>,
     /// Default false.
     #[serde(default)]
@@ -186,33 +190,52 @@ pub struct AppointmentInput {
     pub done: Patch<bool>,
     /// Title of a bay of the appointment's shop (case-insensitive).
     #[serde(default)]
-    #[schema(value_type = Option<String>)]
+    #[schema(value_type = Option<String>, max_length = 255)]
     pub column: Patch<String>,
     #[serde(default)]
-    #[schema(value_type = Option<String>)]
+    #[schema(value_type = Option<String>, max_length = 255)]
     pub reason: Patch<String>,
     /// Status of the linked work order.
     #[serde(default)]
-    #[schema(value_type = Option<String>)]
+    #[schema(value_type = Option<String>, max_length = 255)]
     pub status: Patch<String>,
     #[serde(default)]
-    #[schema(value_type = Option<String>)]
+    #[schema(value_type = Option<String>, max_length = 255)]
     pub first_name: Patch<String>,
     #[serde(default)]
-    #[schema(value_type = Option<String>)]
+    #[schema(value_type = Option<String>, max_length = 255)]
     pub last_name: Patch<String>,
     /// Duration in hours: more than 0, at most 24. Default 1.
     #[serde(default)]
-    #[schema(value_type = Option<f64>)]
+    #[schema(value_type = Option<f64>, exclusive_minimum = 0, maximum = 24)]
     pub hours: Patch<f64>,
     /// An e-mail address (or null / empty).
     #[serde(default)]
-    #[schema(value_type = Option<String>)]
+    #[schema(value_type = Option<String>, max_length = 255)]
     pub email: Patch<String>,
     /// One value of the source enum; default `API`.
     #[serde(default)]
-    #[schema(value_type = Option<String>)]
+    #[schema(schema_with = nullable_source_schema)]
     pub source: Patch<String>,
+}
+
+/// The `source` enum of a create body.
+pub fn source_schema() -> Object {
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .enum_values(Some(APPOINTMENT_SOURCES))
+        .description(Some("Where the appointment comes from; default `API`."))
+        .build()
+}
+
+/// The `source` of an update body: `null` sets it back to `API`.
+pub fn nullable_source_schema() -> Object {
+    let values = APPOINTMENT_SOURCES.iter().map(|s| serde_json::Value::from(*s)).chain([serde_json::Value::Null]);
+    ObjectBuilder::new()
+        .schema_type(SchemaType::from_iter([Type::String, Type::Null]))
+        .enum_values(Some(values))
+        .description(Some("Where the appointment comes from; `null` sets it back to `API`."))
+        .build()
 }
 
 /// Query parameters of `GET /api/v1/appointments`.
@@ -228,6 +251,7 @@ pub struct AppointmentListParams {
     page_size: Option<i64>,
     /// Comma-separated fields among `first_name`, `last_name`, `timestamp`, `reason`, `year`,
     /// `date` (scheduled start); prefix `-` for descending. Ties break by id ascending.
+    #[param(pattern = r"^([-+]?(first_name|last_name|timestamp|reason|year|date)(,[-+]?(first_name|last_name|timestamp|reason|year|date))*)?$")]
     sort: Option<String>,
     /// Add `customer` (the customer object, or null) to every appointment.
     with_details: Option<bool>,
@@ -252,16 +276,16 @@ pub struct AppointmentListParams {
     #[param(rename = "filter[model]")]
     filter_model: Option<String>,
     /// Shop-local calendar date of the start, `YYYY-MM-DD`.
-    #[param(rename = "filter[date]")]
+    #[param(rename = "filter[date]", pattern = r"^([0-9]{4}-[0-9]{2}-[0-9]{2})?$")]
     filter_date: Option<String>,
     /// Shop-local start time: `HH:MM` (any second of that minute) or `HH:MM:SS`.
-    #[param(rename = "filter[time]")]
+    #[param(rename = "filter[time]", pattern = r"^([0-9]{2}:[0-9]{2}(:[0-9]{2})?)?$")]
     filter_time: Option<String>,
     /// `complete`, `incomplete` or `both` (default).
-    #[param(rename = "filter[status]")]
+    #[param(rename = "filter[status]", pattern = r"^(complete|incomplete|both)?$")]
     filter_status: Option<String>,
     /// Last updated on this UTC day, `YYYY-MM-DD`.
-    #[param(rename = "filter[updated_date]")]
+    #[param(rename = "filter[updated_date]", pattern = r"^([0-9]{4}-[0-9]{2}-[0-9]{2})?$")]
     filter_updated_date: Option<String>,
     /// One shop; omitted means every shop of the company the key may see.
     #[param(rename = "filter[shop_id]")]
@@ -273,5 +297,58 @@ pub struct AppointmentListParams {
     /// `appointment_start` or `appointment_end`: the range applies to the scheduled start or
     /// end, and a date-only bound is a day in each shop's own time zone. Absent: the range
     /// applies to the creation time and a date-only bound is a UTC day.
+    #[param(pattern = r"^(appointment_start|appointment_end)?$")]
     filter_by: Option<String>,
+}
+
+/// Body of `POST /api/v1/appointments` (for the OpenAPI document; it is read as
+/// [`AppointmentInput`]). Phones may be empty strings; omitted optional fields take their
+/// defaults, and with `customer_id` omitted names and e-mail come from the customer.
+#[derive(ToSchema)]
+#[allow(dead_code)]
+pub struct NewAppointment {
+    shop_id: i64,
+    /// RFC 3339 with an offset or `Z`, or a local date-time without offset read in the shop's
+    /// time zone.
+    date: String,
+    #[schema(pattern = r"^[0-9]{4}$")]
+    year: String,
+    #[schema(max_length = 255, pattern = r"\S")]
+    make: String,
+    #[schema(max_length = 255, pattern = r"\S")]
+    model: String,
+    #[schema(max_length = 255)]
+    home_phone: String,
+    #[schema(max_length = 255)]
+    work_phone: String,
+    #[schema(max_length = 255)]
+    cell_phone: String,
+    customer_id: Option<i64>,
+    #[schema(minimum = 1)]
+    vehicle_id: Option<i64>,
+    #[schema(minimum = 1)]
+    repair_order_id: Option<i64>,
+    #[schema(minimum = 1)]
+    employee_id: Option<i64>,
+    /// Default false.
+    done: Option<bool>,
+    /// Title of a bay of the shop (case-insensitive).
+    #[schema(max_length = 255)]
+    column: Option<String>,
+    #[schema(max_length = 255)]
+    reason: Option<String>,
+    #[schema(max_length = 255)]
+    status: Option<String>,
+    #[schema(max_length = 255)]
+    first_name: Option<String>,
+    #[schema(max_length = 255)]
+    last_name: Option<String>,
+    /// Default 1.
+    #[schema(exclusive_minimum = 0, maximum = 24)]
+    hours: Option<f64>,
+    #[schema(max_length = 255)]
+    email: Option<String>,
+    /// Default `API`.
+    #[schema(schema_with = source_schema)]
+    source: Option<String>,
 }

@@ -39,12 +39,12 @@ fn required<T>(errors: &mut FieldErrors, field: &str, patch: Patch<T>, current: 
     }
 }
 
+/// Checks the length as sent, then trims.
 fn text(errors: &mut FieldErrors, field: &str, value: Option<String>) -> Option<String> {
-    let value = value.map(|v| v.trim().to_owned());
     if let Some(v) = &value {
         validate::max_len(errors, field, v, MAX_TEXT);
     }
-    value
+    value.map(|v| v.trim().to_owned())
 }
 
 fn positive_id(errors: &mut FieldErrors, field: &str, value: Option<i64>) -> Option<i64> {
@@ -99,7 +99,7 @@ pub async fn validate(db: &Db, caller: &Caller, input: AppointmentInput, current
         }
     };
 
-    let year = required(&mut errors, "year", input.year, current.map(|c| c.year.clone())).map(|y| y.trim().to_owned());
+    let year = required(&mut errors, "year", input.year, current.map(|c| c.year.clone()));
     if year.as_ref().is_some_and(|y| y.len() != 4 || !y.bytes().all(|b| b.is_ascii_digit())) {
         errors.add("year", "The year field must be four digits.");
     }
@@ -155,7 +155,7 @@ pub async fn validate(db: &Db, caller: &Caller, input: AppointmentInput, current
         Patch::Missing => current.is_some_and(|c| c.done),
     };
     let source = match input.source {
-        Patch::Value(s) => match APPOINTMENT_SOURCES.iter().find(|v| v.eq_ignore_ascii_case(s.trim())) {
+        Patch::Value(s) => match APPOINTMENT_SOURCES.iter().find(|v| **v == s) {
             Some(v) => (*v).to_owned(),
             None => {
                 errors.add("source", format!("The source field must be one of: {}.", APPOINTMENT_SOURCES.join(", ")));

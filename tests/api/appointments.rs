@@ -87,7 +87,7 @@ async fn creates_an_appointment_with_every_field(backend: Backend) {
     assert_eq!(app.get(key, &format!("/api/v1/appointments/{id}")).await.body, r.body);
 
     // Defaults: hours 1, done false, source API, no column; an offset date is taken as given.
-    let r = create(&app, key, body_with(shop, "2026-01-15T09:00:00+01:00", json!({"source": "call center", "done": true}))).await;
+    let r = create(&app, key, body_with(shop, "2026-01-15T09:00:00+01:00", json!({"source": "Call Center", "done": true}))).await;
     assert_eq!(r["schedule"], json!({"date": "2026-01-15", "time": "02:00:00", "start": "2026-01-15T08:00:00.000000Z",
         "end": "2026-01-15T09:00:00.000000Z", "hours": 1.0, "flag": "complete"}));
     assert_eq!((r["source"].as_str(), r["column"].as_str(), r["done"].as_bool()), (Some("Call Center"), None, Some(true)));
@@ -124,6 +124,9 @@ async fn create_validation_errors_are_keyed_by_field(backend: Backend) {
         (json!({"column": "Nope"}), "column"),
         (json!({"column": "Far Bay"}), "column"),
         (json!({"source": "Fax"}), "source"),
+        (json!({"source": "call center"}), "source"),
+        (json!({"year": " 2019"}), "year"),
+        (json!({"make": "x".repeat(256)}), "make"),
         (json!({"date": "tomorrow"}), "date"),
         (json!({"date": "2026-05-01"}), "date"),
         (json!({"date": "2026-02-30T10:00:00"}), "date"),
@@ -212,6 +215,8 @@ async fn roles_shop_scope_and_companies_are_enforced(backend: Backend) {
 
     let read = app.create_key(admin, "read", None).await;
     app.post(&read, "/api/v1/appointments", body(a, "2026-05-01T10:00:00Z")).await.problem(403);
+    // The role is checked before the body: an invalid body from a read key is still a 403.
+    app.post(&read, "/api/v1/appointments", json!({})).await.problem(403);
     app.put(&read, &format!("/api/v1/appointments/{in_a}"), json!({"done": true})).await.problem(403);
     assert_eq!(app.get(&read, "/api/v1/appointments").await.ids("appointment_id"), vec![in_a, in_b]);
     let write = app.create_key(admin, "write", None).await;
