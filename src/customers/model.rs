@@ -262,6 +262,7 @@ pub struct CustomerListParams {
     page_size: Option<i64>,
     /// Comma-separated fields among `first_name`, `last_name`, `business_name`, `address`
     /// (case-insensitive); prefix `-` for descending. Ties are broken by id.
+    #[param(pattern = r"^([-+]?(first_name|last_name|business_name|address)(,[-+]?(first_name|last_name|business_name|address))*)?$")]
     sort: Option<String>,
     /// Adds `vehicles`, `schedule`, `ship_tos`, `accounts_receivable` and `account_payments`.
     with_details: Option<bool>,

@@ -127,6 +127,7 @@ pub struct ReceivableListParams {
     page_size: Option<i64>,
     /// `reference`, `due_date`, `date` or `actual_date` (comma-separated for several); prefix
     /// `-` for descending.
+    #[param(pattern = r"^([-+]?(reference|due_date|date|actual_date)(,[-+]?(reference|due_date|date|actual_date))*)?$")]
     sort: Option<String>,
     /// `true`: balance is 0; `false`: something is owed.
     #[param(rename = "filter[paid]")]

@@ -96,6 +96,7 @@ pub struct ShipToListParams {
     #[param(rename = "pageSize", minimum = 1, maximum = 100)]
     page_size: Option<i64>,
     /// `number` and/or `name` (case-insensitive), comma-separated; prefix `-` for descending.
+    #[param(pattern = r"^([-+]?(number|name)(,[-+]?(number|name))*)?$")]
     sort: Option<String>,
     /// The customer's shop: another shop the key may see gives an empty list; a shop outside the
     /// key's scope answers 404.

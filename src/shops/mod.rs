@@ -55,7 +55,7 @@ struct ShopInfoParams {
     #[param(rename = "filter[shop_id]")]
     filter_shop_id: Option<i64>,
     /// Lists to embed in each shop (each at most once).
-    #[param(rename = "with[]", explode = true, value_type = Option<Vec<ShopEmbed>>)]
+    #[param(rename = "with[]", explode = true, inline, value_type = Option<Vec<ShopEmbed>>)]
     with: Option<Vec<String>>,
 }
 

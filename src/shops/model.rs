@@ -50,10 +50,13 @@ pub struct NewShop {
 }
 
 /// Every IANA zone name the server accepts, so clients (and fuzzers) know the valid values.
+/// `null` is allowed too: like an omitted field, it keeps the stored zone (`UTC` on create).
 pub fn timezone_schema() -> utoipa::openapi::schema::Object {
-    utoipa::openapi::schema::ObjectBuilder::new()
-        .schema_type(utoipa::openapi::schema::Type::String)
-        .enum_values(Some(chrono_tz::TZ_VARIANTS.iter().map(|tz| tz.name())))
+    use utoipa::openapi::schema::{ObjectBuilder, SchemaType, Type};
+    let names = chrono_tz::TZ_VARIANTS.iter().map(|tz| serde_json::Value::from(tz.name()));
+    ObjectBuilder::new()
+        .schema_type(SchemaType::from_iter([Type::String, Type::Null]))
+        .enum_values(Some(names.chain([serde_json::Value::Null])))
         .description(Some("IANA time zone name"))
         .build()
 }
