@@ -244,23 +244,27 @@ struct StartRow {
 }
 
 /// Recomputes the stored shop-local date and time of a shop's appointments after its time zone
-/// changed. One transaction; returns how many rows it rewrote.
+/// changed: one transaction, rows rewritten in batches of 1,000 (`UPDATE ... FROM (VALUES ...)`,
+/// which both backends run). Returns how many rows it rewrote.
 pub async fn relocalize_shop(db: &Db, company_id: i64, shop_id: i64, tz: Tz) -> Result<u64, DbError> {
     let mut tx = db.begin().await?;
     let rows: Vec<StartRow> = tx
         .fetch_all(&Query::new("SELECT id, start_at FROM appointments WHERE company_id = $1 AND shop_id = $2").bind(company_id).bind(shop_id))
         .await?;
     let mut changed = 0;
-    for row in rows {
-        let (date, time) = local_parts(tz, row.start_at);
-        let q = Query::new(
-            "UPDATE appointments SET local_date = $3, local_time = $4 \
-             WHERE company_id = $1 AND id = $2 AND (local_date <> $3 OR local_time <> $4)",
-        )
-        .bind(company_id)
-        .bind(row.id)
-        .bind(date)
-        .bind(time);
+    for chunk in rows.chunks(1000) {
+        let mut q = Query::new("UPDATE appointments SET local_date = v.column2, local_time = v.column3 FROM (VALUES ")
+            .bind(company_id)
+            .bind(shop_id);
+        // `push_bind` numbers on from the two values bound above: the VALUES rows start at $3.
+        for (i, row) in chunk.iter().enumerate() {
+            let (date, time) = local_parts(tz, row.start_at);
+            q.push(if i == 0 { "(" } else { ", (" }).push_bind(row.id).push(", ").push_bind(date).push(", ").push_bind(time).push(")");
+        }
+        q.push(
+            ") AS v WHERE appointments.company_id = $1 AND appointments.shop_id = $2 AND appointments.id = v.column1 \
+             AND (appointments.local_date <> v.column2 OR appointments.local_time <> v.column3)",
+        );
         changed += tx.execute(&q).await?;
     }
     tx.commit().await?;

@@ -14,6 +14,7 @@ crate::backend_tests!(
     spring_forward_local_dates_times_and_ranges,
     fall_back_repeated_hour_and_southern_zone,
     creation_time_ranges_use_utc_days_and_bad_values_are_422,
+    relocalizing_a_shop_after_a_zone_change,
 );
 
 async fn spring_forward_local_dates_times_and_ranges(backend: Backend) {
@@ -140,4 +141,31 @@ async fn creation_time_ranges_use_utc_days_and_bad_values_are_422(backend: Backe
     ] {
         app.get(key, &format!("/api/v1/appointments?{q}")).await.invalid(field);
     }
+}
+
+async fn relocalizing_a_shop_after_a_zone_change(backend: Backend) {
+    // A thousand creates would trip the per-key rate limit.
+    let config = autoshop::config::AppConfig { rate_limit: 0.0, ..Default::default() };
+    let app = &TestApp::spawn_with(backend, config).await;
+    let key = &app.admin_key;
+    let shop = app.create_shop(key, "Moving", "America/Chicago").await;
+    let other = app.create_shop(key, "Stays", "America/Chicago").await;
+    let mut ids = Vec::new();
+    for i in 0..1005 {
+        ids.push(create_id(app, key, body(shop, &format!("2026-03-08T{:02}:{:02}:00Z", i / 60 % 24, i % 60))).await);
+    }
+    let stays = create_id(app, key, body(other, "2026-03-08T20:00:00Z")).await;
+    app.put(key, &format!("/api/v1/shops/{shop}"), json!({"timezone": "Asia/Tokyo"})).await.ok();
+    let changed = autoshop::appointments::store::relocalize_shop(&app.db, app.company_id, shop, "Asia/Tokyo".parse().unwrap()).await.unwrap();
+    // Every row crossed a batch boundary and changed (Chicago 6 h behind UTC, Tokyo 9 h ahead).
+    assert_eq!(changed, 1005);
+    let r = app.get(key, &format!("/api/v1/appointments/{}", ids[0])).await;
+    assert_eq!((r.body["schedule"]["date"].as_str(), r.body["schedule"]["time"].as_str()), (Some("2026-03-08"), Some("09:00:00")));
+    let r = app.get(key, &format!("/api/v1/appointments?filter[date]=2026-03-08&filter[time]=09:00&filter[shop_id]={shop}")).await;
+    assert_eq!(r.ids("appointment_id"), vec![ids[0]]);
+    // The other shop is untouched; running again changes nothing.
+    let r = app.get(key, &format!("/api/v1/appointments/{stays}")).await;
+    assert_eq!(r.body["schedule"]["time"], "15:00:00");
+    let again = autoshop::appointments::store::relocalize_shop(&app.db, app.company_id, shop, "Asia/Tokyo".parse().unwrap()).await.unwrap();
+    assert_eq!(again, 0);
 }
