@@ -9,6 +9,7 @@ mod appointments_tz;
 mod bays;
 mod customers;
 mod errors;
+mod isolation;
 mod receivables;
 mod settings;
 mod ship_tos;
