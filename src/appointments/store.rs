@@ -4,7 +4,7 @@ use chrono_tz::Tz;
 
 use super::{filters::ListFilters, timing::local_parts};
 use crate::{
-    db::{Db, DbError, Query, now_micros},
+    db::{Db, DbError, Query, Tx, now_micros},
     listing::{ListQuery, fetch_page},
     scope::ShopFilter,
 };
@@ -246,8 +246,7 @@ struct StartRow {
 /// Recomputes the stored shop-local date and time of a shop's appointments after its time zone
 /// changed: one transaction, rows rewritten in batches of 1,000 (`UPDATE ... FROM (VALUES ...)`,
 /// which both backends run). Returns how many rows it rewrote.
-pub async fn relocalize_shop(db: &Db, company_id: i64, shop_id: i64, tz: Tz) -> Result<u64, DbError> {
-    let mut tx = db.begin().await?;
+pub async fn relocalize_shop(tx: &mut Tx, company_id: i64, shop_id: i64, tz: Tz) -> Result<u64, DbError> {
     let rows: Vec<StartRow> = tx
         .fetch_all(&Query::new("SELECT id, start_at FROM appointments WHERE company_id = $1 AND shop_id = $2").bind(company_id).bind(shop_id))
         .await?;
@@ -267,6 +266,5 @@ pub async fn relocalize_shop(db: &Db, company_id: i64, shop_id: i64, tz: Tz) -> 
         );
         changed += tx.execute(&q).await?;
     }
-    tx.commit().await?;
     Ok(changed)
 }

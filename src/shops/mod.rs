@@ -147,7 +147,8 @@ pub async fn create(db: &crate::db::Db, company_id: i64, fields: &ShopFields) ->
     Ok(shop)
 }
 
-/// Update a shop (admin). Omitted fields keep their value.
+/// Update a shop (admin). Omitted fields keep their value. A new time zone re-computes the
+/// shop-local date and time of the shop's appointments in the same transaction.
 #[utoipa::path(put, path = "/api/v1/shops/{id}", tag = "shops", params(("id" = i64, Path)), request_body = ShopInput,
     responses((status = 200, body = ShopInfo), (status = 404, body = Problem), (status = 422, body = Problem)))]
 async fn update_shop(
@@ -158,7 +159,14 @@ async fn update_shop(
 ) -> Result<Json<ShopInfo>, ApiError> {
     let current = scope::visible_shop(&state.db, &caller, path_id(&id, "Shop")?).await?;
     let fields = input.into_fields(Some(ShopFields::from_row(&current))).map_err(ApiError::Validation)?;
-    let shop = store::update(&state.db, caller.company_id, current.id, &fields).await?.ok_or_else(|| ApiError::not_found("Shop"))?;
+    // A new time zone moves the shop-local date and time stored with each appointment; both
+    // changes commit together.
+    let mut tx = state.db.begin().await?;
+    let shop = store::update(&mut tx, caller.company_id, current.id, &fields).await?.ok_or_else(|| ApiError::not_found("Shop"))?;
+    if shop.timezone != current.timezone {
+        crate::appointments::store::relocalize_shop(&mut tx, caller.company_id, shop.id, shop.tz()).await?;
+    }
+    tx.commit().await?;
     Ok(Json(shop.into()))
 }
 

@@ -63,7 +63,7 @@ pub async fn insert(tx: &mut Tx, company_id: i64, f: &ShopFields) -> Result<Shop
     tx.fetch_optional(&q).await?.ok_or(DbError::Other(sqlx::Error::RowNotFound))
 }
 
-pub async fn update(db: &Db, company_id: i64, id: i64, f: &ShopFields) -> Result<Option<ShopRow>, DbError> {
+pub async fn update(tx: &mut Tx, company_id: i64, id: i64, f: &ShopFields) -> Result<Option<ShopRow>, DbError> {
     let q = Query::new(format!(
         "UPDATE shops SET name = $3, address = $4, city = $5, state = $6, zip = $7, phone = $8, email = $9, \
          website = $10, timezone = $11, updated_at = $12 WHERE company_id = $1 AND id = $2 RETURNING {COLUMNS}"
@@ -80,5 +80,5 @@ pub async fn update(db: &Db, company_id: i64, id: i64, f: &ShopFields) -> Result
     .bind(&f.website)
     .bind(&f.timezone)
     .bind(now_micros());
-    db.write_fetch_optional(&q).await
+    tx.fetch_optional(&q).await
 }

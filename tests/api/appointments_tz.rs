@@ -156,16 +156,18 @@ async fn relocalizing_a_shop_after_a_zone_change(backend: Backend) {
     }
     let stays = create_id(app, key, body(other, "2026-03-08T20:00:00Z")).await;
     app.put(key, &format!("/api/v1/shops/{shop}"), json!({"timezone": "Asia/Tokyo"})).await.ok();
-    let changed = autoshop::appointments::store::relocalize_shop(&app.db, app.company_id, shop, "Asia/Tokyo".parse().unwrap()).await.unwrap();
-    // Every row crossed a batch boundary and changed (Chicago 6 h behind UTC, Tokyo 9 h ahead).
-    assert_eq!(changed, 1005);
+    // Every row, across the 1,000-row batch boundary, now reads in Tokyo time (Chicago is 6 h
+    // behind UTC, Tokyo 9 h ahead); the instants themselves did not move.
     let r = app.get(key, &format!("/api/v1/appointments/{}", ids[0])).await;
     assert_eq!((r.body["schedule"]["date"].as_str(), r.body["schedule"]["time"].as_str()), (Some("2026-03-08"), Some("09:00:00")));
+    assert_eq!(r.body["schedule"]["start"], "2026-03-08T00:00:00.000000Z");
+    let last = app.get(key, &format!("/api/v1/appointments/{}", ids[1004])).await;
+    assert_eq!((last.body["schedule"]["date"].as_str(), last.body["schedule"]["time"].as_str()), (Some("2026-03-09"), Some("01:44:00")));
     let r = app.get(key, &format!("/api/v1/appointments?filter[date]=2026-03-08&filter[time]=09:00&filter[shop_id]={shop}")).await;
     assert_eq!(r.ids("appointment_id"), vec![ids[0]]);
-    // The other shop is untouched; running again changes nothing.
+    let r = app.get(key, &format!("/api/v1/appointments?filter[date]=2026-03-09&filter[shop_id]={shop}&pageSize=1")).await;
+    assert_eq!(r.body["meta"]["total"], 1005 - 15 * 60);
+    // The other shop is untouched.
     let r = app.get(key, &format!("/api/v1/appointments/{stays}")).await;
     assert_eq!(r.body["schedule"]["time"], "15:00:00");
-    let again = autoshop::appointments::store::relocalize_shop(&app.db, app.company_id, shop, "Asia/Tokyo".parse().unwrap()).await.unwrap();
-    assert_eq!(again, 0);
 }
