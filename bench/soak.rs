@@ -1,0 +1,195 @@
+//! Load hold: measures the server's capacity on a mixed workload, then holds about 80% of it at
+//! a constant rate for a while, and fails on any error or on memory that keeps growing.
+//!
+//! `cargo run --release --example soak -- --base http://127.0.0.1:8080 --key ask_... --pid 1234 --seconds 300`
+//! (`bench/soak.sh` starts a server with demo data and runs this).
+
+use std::{
+    sync::{
+        Arc,
+        atomic::{AtomicU64, Ordering},
+    },
+    time::{Duration, Instant},
+};
+
+use serde_json::{Value, json};
+use tokio::sync::{Mutex, Semaphore};
+
+struct Args {
+    base: String,
+    key: String,
+    pid: u32,
+    seconds: u64,
+    fraction: f64,
+}
+
+fn parse_args() -> Args {
+    let mut args = Args { base: String::new(), key: String::new(), pid: 0, seconds: 300, fraction: 0.8 };
+    let raw: Vec<String> = std::env::args().skip(1).collect();
+    for pair in raw.chunks(2) {
+        let value = pair.get(1).cloned().unwrap_or_default();
+        match pair[0].as_str() {
+            "--base" => args.base = value,
+            "--key" => args.key = value,
+            "--pid" => args.pid = value.parse().expect("--pid"),
+            "--seconds" => args.seconds = value.parse().expect("--seconds"),
+            "--fraction" => args.fraction = value.parse().expect("--fraction"),
+            other => panic!("unknown argument {other}"),
+        }
+    }
+    assert!(!args.base.is_empty() && !args.key.is_empty() && args.pid > 0, "--base, --key and --pid are required");
+    args
+}
+
+fn rss_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| s.lines().find(|l| l.starts_with("VmRSS:")).and_then(|l| l.split_whitespace().nth(1)?.parse().ok()))
+        .unwrap_or(0)
+}
+
+#[derive(Default)]
+struct Tally {
+    ok: AtomicU64,
+    errors: AtomicU64,
+    latencies_us: Mutex<Vec<u64>>,
+}
+
+/// One request of the mix: 8 in 10 reads of various lists, 2 in 10 appointment creates.
+async fn one(client: &reqwest::Client, base: &str, key: &str, shop: i64, n: u64, tally: &Tally) {
+    let started = Instant::now();
+    let req = match n % 10 {
+        0..=2 => client.get(format!("{base}/api/v1/appointments")),
+        3 => client.get(format!(
+            "{base}/api/v1/appointments?filter[shop_id]={shop}&start_date=2026-01-01&end_date=2027-12-31&filter_by=appointment_start&sort=-date"
+        )),
+        4 => client.get(format!("{base}/api/v1/customers?filter[last_name]=son")),
+        5 => client.get(format!("{base}/api/v1/customers?with_details=true")),
+        6 => client.get(format!("{base}/api/v1/bays")),
+        7 => client.get(format!("{base}/api/v1/settings/shop_hours")),
+        _ => client.post(format!("{base}/api/v1/appointments")).json(&json!({
+            "shop_id": shop, "date": format!("2026-12-{:02}T{:02}:00:00", 1 + n % 28, 8 + n % 9),
+            "year": "2021", "make": "Honda", "model": "Civic", "home_phone": "", "work_phone": "", "cell_phone": "555-0100",
+            "first_name": "Soak", "last_name": format!("Test{n}")
+        })),
+    };
+    let ok = match req.bearer_auth(key).send().await {
+        Ok(resp) => {
+            let ok = resp.status().is_success();
+            let _ = resp.bytes().await;
+            ok
+        }
+        Err(_) => false,
+    };
+    if ok {
+        tally.ok.fetch_add(1, Ordering::Relaxed);
+        tally.latencies_us.lock().await.push(started.elapsed().as_micros() as u64);
+    } else {
+        tally.errors.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+fn percentile(sorted: &[u64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    sorted[((sorted.len() - 1) as f64 * p).round() as usize] as f64 / 1000.0
+}
+
+#[tokio::main]
+async fn main() {
+    let args = parse_args();
+    let client = reqwest::Client::builder().pool_max_idle_per_host(64).build().unwrap();
+    let shops: Value = client
+        .get(format!("{}/api/v1/settings/shop_info", args.base))
+        .bearer_auth(&args.key)
+        .send()
+        .await
+        .expect("server reachable")
+        .json()
+        .await
+        .unwrap();
+    let shop = shops["data"][0]["shop_id"].as_i64().expect("the company has a shop");
+
+    // 1. Capacity: 32 closed-loop workers for 5 s.
+    let tally = Arc::new(Tally::default());
+    let counter = Arc::new(AtomicU64::new(0));
+    let until = Instant::now() + Duration::from_secs(5);
+    let mut workers = Vec::new();
+    for _ in 0..32 {
+        let (client, base, key, tally, counter) = (client.clone(), args.base.clone(), args.key.clone(), tally.clone(), counter.clone());
+        workers.push(tokio::spawn(async move {
+            while Instant::now() < until {
+                let n = counter.fetch_add(1, Ordering::Relaxed);
+                one(&client, &base, &key, shop, n, &tally).await;
+            }
+        }));
+    }
+    for w in workers {
+        w.await.unwrap();
+    }
+    let capacity = tally.ok.load(Ordering::Relaxed) as f64 / 5.0;
+    let rate = (capacity * args.fraction).max(1.0);
+    println!("capacity: {capacity:.0} req/s (mixed workload, 32 connections); holding {rate:.0} req/s for {} s", args.seconds);
+
+    // 2. Hold `rate` req/s (open loop, at most 256 in flight), sampling memory every second.
+    let tally = Arc::new(Tally::default());
+    let in_flight = Arc::new(Semaphore::new(256));
+    let started = Instant::now();
+    let total = (rate * args.seconds as f64) as u64;
+    let mut rss = Vec::new();
+    let mut next_sample = Instant::now();
+    let mut handles = Vec::new();
+    for n in 0..total {
+        let due = started + Duration::from_secs_f64(n as f64 / rate);
+        if let Some(wait) = due.checked_duration_since(Instant::now()) {
+            tokio::time::sleep(wait).await;
+        }
+        if Instant::now() >= next_sample {
+            rss.push(rss_kib(args.pid));
+            next_sample += Duration::from_secs(1);
+        }
+        let permit = in_flight.clone().acquire_owned().await.unwrap();
+        let (client, base, key, tally) = (client.clone(), args.base.clone(), args.key.clone(), tally.clone());
+        handles.push(tokio::spawn(async move {
+            one(&client, &base, &key, shop, n, &tally).await;
+            drop(permit);
+        }));
+        if handles.len() > 4096 {
+            handles.retain(|h| !h.is_finished());
+        }
+    }
+    for h in handles {
+        h.await.unwrap();
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    let mut lat = tally.latencies_us.lock().await.clone();
+    lat.sort_unstable();
+    let (ok, errors) = (tally.ok.load(Ordering::Relaxed), tally.errors.load(Ordering::Relaxed));
+    let warm = rss.get(rss.len().min(5).saturating_sub(1)).copied().unwrap_or(0);
+    let last = rss.last().copied().unwrap_or(0);
+    let max = rss.iter().copied().max().unwrap_or(0);
+    println!(
+        "held {:.0} req/s for {elapsed:.0} s: {ok} ok, {errors} errors; p50 {:.1} ms, p99 {:.1} ms; RSS after warm-up {} MiB, at end {} MiB, max {} MiB",
+        ok as f64 / elapsed,
+        percentile(&lat, 0.5),
+        percentile(&lat, 0.99),
+        warm / 1024,
+        last / 1024,
+        max / 1024
+    );
+    let mut failed = false;
+    if errors > 0 {
+        eprintln!("soak: {errors} requests failed");
+        failed = true;
+    }
+    // Flat memory: the end is within 25% (or 16 MiB) of the level reached after warm-up.
+    if last > warm + (warm / 4).max(16 * 1024) {
+        eprintln!("soak: memory grew from {} MiB to {} MiB", warm / 1024, last / 1024);
+        failed = true;
+    }
+    if failed {
+        std::process::exit(1);
+    }
+    println!("soak: passed");
+}
