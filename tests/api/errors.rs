@@ -101,3 +101,14 @@ async fn openapi_describes_every_route_and_error(backend: Backend) {
     let page = app.client.get(format!("{}/docs/", app.base)).send().await.unwrap().text().await.unwrap();
     assert!(page.contains("swagger"), "docs page");
 }
+
+#[tokio::test]
+async fn metrics_count_requests_by_route_and_report_pools() {
+    let app = TestApp::spawn(Backend::Sqlite).await;
+    assert_eq!(app.get(&app.admin_key, "/api/v1/bays").await.status, 200);
+    let text = app.request(Method::GET, None, "/metrics", None).await.body;
+    let text = text.as_str().unwrap();
+    assert!(text.contains(r#"http_requests_total{method="GET",route="/api/v1/bays",status="200"}"#), "{text}");
+    assert!(text.contains("http_request_duration_seconds_bucket"), "{text}");
+    assert!(text.contains(r#"db_pool_connections{pool="sqlite_reader"}"#), "{text}");
+}
