@@ -29,7 +29,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_swagger_ui::SwaggerUi;
 
 use crate::{
-    auth::{self, KeyCache},
+    auth::{self, KeyCache, listen_for_revocations},
     config::AppConfig,
     db::Db,
     error::Problem,
@@ -107,13 +107,9 @@ pub fn openapi_document() -> utoipa::openapi::OpenApi {
 
 pub fn build(db: Db, config: AppConfig) -> Router {
     let limiter = RateLimiter::new(Limits { per_second: config.rate_limit, burst: config.rate_limit_burst });
-    let state = AppState {
-        db,
-        config: Arc::new(config),
-        metrics: metrics_handle(),
-        keys: Arc::new(KeyCache::default()),
-        limiter: Arc::new(limiter),
-    };
+    let keys = Arc::new(KeyCache::default());
+    listen_for_revocations(&db, keys.clone());
+    let state = AppState { db, config: Arc::new(config), metrics: metrics_handle(), keys, limiter: Arc::new(limiter) };
     let (api, doc) = api_routes().split_for_parts();
     let api = api.route_layer(middleware::from_fn_with_state(state.clone(), auth::require_key));
     let doc = openapi::finish(doc);

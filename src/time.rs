@@ -1,6 +1,6 @@
 //! Instants on the wire and shop-local time.
 
-use chrono::{DateTime, Duration, LocalResult, NaiveDate, NaiveDateTime, NaiveTime, TimeZone, Utc};
+use chrono::{DateTime, Duration, LocalResult, NaiveDate, NaiveDateTime, NaiveTime, Offset, TimeZone, Utc};
 use chrono_tz::Tz;
 
 /// `2024-07-09T08:35:25.394000Z`: RFC 3339, UTC, six fractional digits (Laravel's format).
@@ -16,22 +16,18 @@ pub fn parse_timezone(name: &str) -> Option<Tz> {
     name.parse().ok()
 }
 
-/// The UTC instant of a shop-local wall-clock time. A time skipped by a daylight-saving jump
-/// moves forward past the gap; a repeated one takes its first occurrence.
+/// The UTC instant of a shop-local wall-clock time. A time skipped by a daylight-saving jump is
+/// read with the offset in force before the jump, so it moves forward by the jump's length
+/// (02:30 on a one-hour spring-forward night is 03:30), as PHP, java.time and Python do; a
+/// repeated time takes its first occurrence.
 pub fn local_to_utc(tz: Tz, local: NaiveDateTime) -> DateTime<Utc> {
     match tz.from_local_datetime(&local) {
         LocalResult::Single(t) => t.with_timezone(&Utc),
         LocalResult::Ambiguous(first, _) => first.with_timezone(&Utc),
         LocalResult::None => {
-            // Gaps are at most a few hours; step forward until the wall clock exists again.
-            let mut probe = local;
-            for _ in 0..(24 * 4) {
-                probe += Duration::minutes(15);
-                if let Some(t) = tz.from_local_datetime(&probe).earliest() {
-                    return t.with_timezone(&Utc);
-                }
-            }
-            Utc.from_utc_datetime(&local)
+            // Zones change offset at most a few times a year: a day earlier is before the jump.
+            let before = tz.offset_from_utc_datetime(&(local - Duration::days(1))).fix();
+            Utc.from_utc_datetime(&(local - Duration::seconds(before.local_minus_utc() as i64)))
         }
     }
 }
@@ -44,7 +40,7 @@ pub fn local_day_start(tz: Tz, day: NaiveDate) -> DateTime<Utc> {
 /// `HH:MM` -> minutes after midnight (00:00 to 24:00).
 pub fn parse_hh_mm(s: &str) -> Option<i64> {
     let (h, m) = s.split_once(':')?;
-    if h.len() != 2 || m.len() != 2 {
+    if h.len() != 2 || m.len() != 2 || !h.bytes().chain(m.bytes()).all(|b| b.is_ascii_digit()) {
         return None;
     }
     let (h, m): (i64, i64) = (h.parse().ok()?, m.parse().ok()?);
@@ -67,10 +63,19 @@ mod tests {
     }
 
     #[test]
-    fn chicago_spring_gap_moves_forward_and_fall_repeat_takes_the_first() {
+    fn chicago_spring_gap_moves_forward_by_the_jump_and_fall_repeat_takes_the_first() {
         let tz: Tz = "America/Chicago".parse().unwrap();
-        let gap = NaiveDate::from_ymd_opt(2026, 3, 8).unwrap().and_hms_opt(2, 30, 0).unwrap();
-        assert_eq!(format_instant(local_to_utc(tz, gap)), "2026-03-08T08:00:00.000000Z");
+        let day = NaiveDate::from_ymd_opt(2026, 3, 8).unwrap();
+        // 02:00-03:00 does not exist: each skipped time is an hour later, in order.
+        for ((h, m, s), want) in [
+            ((2, 0, 0), "2026-03-08T08:00:00.000000Z"),
+            ((2, 10, 0), "2026-03-08T08:10:00.000000Z"),
+            ((2, 30, 0), "2026-03-08T08:30:00.000000Z"),
+            ((2, 59, 30), "2026-03-08T08:59:30.000000Z"),
+            ((3, 0, 0), "2026-03-08T08:00:00.000000Z"),
+        ] {
+            assert_eq!(format_instant(local_to_utc(tz, day.and_hms_opt(h, m, s).unwrap())), want, "{h}:{m}:{s}");
+        }
         let repeat = NaiveDate::from_ymd_opt(2026, 11, 1).unwrap().and_hms_opt(1, 30, 0).unwrap();
         assert_eq!(format_instant(local_to_utc(tz, repeat)), "2026-11-01T06:30:00.000000Z");
     }
@@ -79,7 +84,7 @@ mod tests {
     fn hh_mm_parsing_is_strict() {
         assert_eq!(parse_hh_mm("08:30"), Some(510));
         assert_eq!(parse_hh_mm("24:00"), Some(1440));
-        for bad in ["8:30", "24:01", "12:60", "ab:cd", "0830"] {
+        for bad in ["8:30", "24:01", "12:60", "ab:cd", "0830", "+8:00", "-0:30", "+08:00"] {
             assert_eq!(parse_hh_mm(bad), None, "{bad}");
         }
         assert_eq!(format_hh_mm(510), "08:30");

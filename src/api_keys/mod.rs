@@ -14,20 +14,21 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 
 use crate::{
     app::AppState,
-    auth::{Admin, Caller, Role, parse_shop_list},
+    auth::{CompanyAdmin, Role, parse_shop_list},
     error::{ApiError, FieldErrors, Problem},
     extract::{JsonBody, path_id},
     listing::{ListQuery, ListSpec, Page, RequestUrl},
     respond::created,
-    scope, time, validate,
+    scope::ShopFilter,
+    time, validate,
 };
 use store::KeyRecordRow;
 
 pub fn router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().routes(routes!(list_keys, create_key)).routes(routes!(revoke_key))
+    OpenApiRouter::new().routes(routes!(list_keys, create_key)).routes(routes!(get_key, revoke_key))
 }
 
-const LIST: ListSpec = ListSpec { sorts: &[("name", "name"), ("created_at", "created_at")], filters: &[] };
+const LIST: ListSpec = ListSpec { sorts: &[("created_at", "created_at")], filters: &[] };
 
 /// An API key's record. The key itself is only ever returned by the create call.
 #[derive(Debug, Serialize, ToSchema)]
@@ -64,12 +65,18 @@ impl From<KeyRecordRow> for ApiKeyRecord {
     }
 }
 
+/// Most shops one key can be limited to.
+const MAX_KEY_SHOPS: usize = 100;
+
 /// Body of `POST /api/v1/api_keys`.
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct ApiKeyInput {
+    #[schema(required, nullable = false, max_length = 100, pattern = r"\S")]
     pub name: Option<String>,
+    #[schema(required, nullable = false, value_type = Option<Role>)]
     pub role: Option<String>,
-    /// Limit the key to these shops; omitted or null for every shop.
+    /// Limit the key to these shops (1 to 100 of them); omitted or null for every shop.
+    #[schema(min_items = 1, max_items = 100)]
     pub shop_ids: Option<Vec<i64>>,
 }
 
@@ -81,16 +88,15 @@ struct KeyListParams {
     page: Option<i64>,
     #[param(rename = "pageSize", minimum = 1, maximum = 100)]
     page_size: Option<i64>,
-    /// `name` or `created_at`, `-` for descending.
-    #[param(pattern = r"^([-+]?(name|created_at)(,[-+]?(name|created_at))*)?$")]
+    /// `created_at` or `-created_at`.
+    #[param(pattern = r"^([-+]?(created_at)(,[-+]?(created_at))*)?$")]
     sort: Option<String>,
 }
 
 /// List the company's API keys, revoked ones included (admin key without a shop list).
 #[utoipa::path(get, path = "/api/v1/api_keys", tag = "api_keys", params(KeyListParams),
     responses((status = 200, body = Page<ApiKeyRecord>), (status = 400, body = Problem), (status = 422, body = Problem)))]
-async fn list_keys(State(state): State<AppState>, caller: Caller, url: RequestUrl) -> Result<Json<Page<ApiKeyRecord>>, ApiError> {
-    caller.require_company_admin()?;
+async fn list_keys(State(state): State<AppState>, CompanyAdmin(caller): CompanyAdmin, url: RequestUrl) -> Result<Json<Page<ApiKeyRecord>>, ApiError> {
     let list = ListQuery::parse(&url.params, &LIST)?;
     let (rows, total) = store::list(&state.db, caller.company_id, &list).await?;
     Ok(Json(list.into_page(&url, rows.into_iter().map(ApiKeyRecord::from).collect(), total)))
@@ -99,8 +105,7 @@ async fn list_keys(State(state): State<AppState>, caller: Caller, url: RequestUr
 /// Create an API key. The response carries the key in `api_key`, once.
 #[utoipa::path(post, path = "/api/v1/api_keys", tag = "api_keys", request_body = ApiKeyInput,
     responses((status = 201, body = ApiKeyRecord), (status = 422, body = Problem)))]
-async fn create_key(State(state): State<AppState>, Admin(caller): Admin, JsonBody(input): JsonBody<ApiKeyInput>) -> Result<Response, ApiError> {
-    caller.require_company_admin()?;
+async fn create_key(State(state): State<AppState>, CompanyAdmin(caller): CompanyAdmin, JsonBody(input): JsonBody<ApiKeyInput>) -> Result<Response, ApiError> {
     let mut errors = FieldErrors::default();
     let name = validate::required_text(&mut errors, "name", input.name).unwrap_or_default();
     validate::max_len(&mut errors, "name", &name, 100);
@@ -111,34 +116,42 @@ async fn create_key(State(state): State<AppState>, Admin(caller): Admin, JsonBod
         }),
         None => None,
     };
-    if let Some(ids) = &input.shop_ids {
-        if ids.is_empty() {
-            errors.add("shop_ids", "The shop_ids field must list at least one shop, or be omitted for every shop.");
-        }
-        for (i, id) in ids.iter().enumerate() {
-            if scope::visible_shop(&state.db, &caller, *id).await.is_err() {
-                errors.add(format!("shop_ids.{i}"), "The selected shop is invalid.");
-            }
-        }
-    }
-    errors.into_result()?;
     let mut shops = input.shop_ids;
     if let Some(ids) = shops.as_mut() {
+        if ids.is_empty() || ids.len() > MAX_KEY_SHOPS {
+            errors.add("shop_ids", format!("The shop_ids field must list 1 to {MAX_KEY_SHOPS} shops, or be omitted for every shop."));
+        } else {
+            let found = crate::shops::store::list(&state.db, caller.company_id, &ShopFilter::Only(ids.clone())).await?;
+            for (i, id) in ids.iter().enumerate() {
+                if !found.iter().any(|s| s.id == *id) {
+                    errors.add(format!("shop_ids.{i}"), "The selected shop is invalid.");
+                }
+            }
+        }
         ids.sort_unstable();
         ids.dedup();
     }
+    errors.into_result()?;
     let (row, key) = store::insert(&state.db, caller.company_id, name.trim(), role.unwrap_or(Role::Read), shops.as_deref()).await?;
     let mut record = ApiKeyRecord::from(row);
     record.api_key = Some(key);
-    Ok(created("/api/v1/api_keys".into(), record))
+    Ok(created(format!("/api/v1/api_keys/{}", record.id), record))
+}
+
+/// Get one API key's record (never the key itself).
+#[utoipa::path(get, path = "/api/v1/api_keys/{id}", tag = "api_keys", params(("id" = i64, Path)),
+    responses((status = 200, body = ApiKeyRecord), (status = 404, body = Problem)))]
+async fn get_key(State(state): State<AppState>, CompanyAdmin(caller): CompanyAdmin, Path(id): Path<String>) -> Result<Json<ApiKeyRecord>, ApiError> {
+    let id = path_id(&id, "API key")?;
+    let row = store::find(&state.db, caller.company_id, id).await?.ok_or_else(|| ApiError::not_found("API key"))?;
+    Ok(Json(row.into()))
 }
 
 /// Revoke an API key: refused from the next request on. Revoking twice is not an error; a key
 /// cannot revoke itself (so the last admin key cannot be lost by mistake).
 #[utoipa::path(delete, path = "/api/v1/api_keys/{id}", tag = "api_keys", params(("id" = i64, Path)),
     responses((status = 204, description = "Revoked"), (status = 404, body = Problem), (status = 422, body = Problem)))]
-async fn revoke_key(State(state): State<AppState>, caller: Caller, Path(id): Path<String>) -> Result<StatusCode, ApiError> {
-    caller.require_company_admin()?;
+async fn revoke_key(State(state): State<AppState>, CompanyAdmin(caller): CompanyAdmin, Path(id): Path<String>) -> Result<StatusCode, ApiError> {
     let id = path_id(&id, "API key")?;
     if id == caller.key_id {
         return Err(ApiError::invalid("id", "A key cannot revoke itself; revoke it with another admin key."));

@@ -1,5 +1,5 @@
 use crate::{
-    auth::{Role, generate_key},
+    auth::{REVOCATION_CHANNEL, Role, generate_key},
     db::{Db, DbError, Query, Tx, now_micros},
     listing::{ListQuery, fetch_page},
 };
@@ -21,6 +21,11 @@ const COLUMNS: &str = "id, name, role, shop_ids, key_prefix, created_at, last_us
 pub async fn list(db: &Db, company_id: i64, list: &ListQuery) -> Result<(Vec<KeyRecordRow>, i64), DbError> {
     let q = Query::new("FROM api_keys WHERE company_id = $1").bind(company_id);
     fetch_page(db, COLUMNS, &q, list, "id").await
+}
+
+pub async fn find(db: &Db, company_id: i64, id: i64) -> Result<Option<KeyRecordRow>, DbError> {
+    let q = Query::new(format!("SELECT {COLUMNS} FROM api_keys WHERE company_id = $1 AND id = $2")).bind(company_id).bind(id);
+    db.fetch_optional(&q).await
 }
 
 fn insert_query(company_id: i64, name: &str, role: Role, shops: Option<&[i64]>) -> (Query, String) {
@@ -53,13 +58,21 @@ pub async fn insert_in(tx: &mut Tx, company_id: i64, name: &str, role: Role) -> 
     Ok(key)
 }
 
-/// Revokes a key of the company. `false` when no such key exists.
+/// Revokes a key of the company. `false` when no such key exists. On PostgreSQL the revocation
+/// and its notice to every replica's key cache commit together.
 pub async fn revoke(db: &Db, company_id: i64, id: i64) -> Result<bool, DbError> {
+    let mut tx = db.begin().await?;
     let q = Query::new("UPDATE api_keys SET revoked_at = COALESCE(revoked_at, $3) WHERE company_id = $1 AND id = $2")
         .bind(company_id)
         .bind(id)
         .bind(now_micros());
-    Ok(db.execute(&q).await? > 0)
+    let found = tx.execute(&q).await? > 0;
+    if found && matches!(db, Db::Postgres(_)) {
+        let notify = Query::new("SELECT pg_notify($1, $2)").bind(REVOCATION_CHANNEL).bind(id.to_string());
+        tx.execute(&notify).await?;
+    }
+    tx.commit().await?;
+    Ok(found)
 }
 
 /// Creates a company and its first admin key, atomically.

@@ -142,8 +142,8 @@ pub struct AppointmentInput {
     pub shop_id: Patch<i64>,
     /// Required on create. RFC 3339 with an offset or `Z` (`2024-07-09T08:30:00-05:00`), or a
     /// local date-time without offset (`2024-07-09T08:30:00`, `2024-07-09 08:30`) read in the
-    /// shop's time zone. A local time skipped by a daylight-saving change moves forward past
-    /// the gap; a repeated one takes its first occurrence.
+    /// shop's time zone. A local time skipped by a daylight-saving change moves forward by the
+    /// change (02:30 becomes 03:30); a repeated one takes its first occurrence.
     #[serde(default)]
     #[schema(value_type = String, nullable = false)]
     pub date: Patch<String>,

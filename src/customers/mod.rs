@@ -17,7 +17,7 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 
 use crate::{
     app::AppState,
-    auth::{Caller, Role},
+    auth::{Caller, Writer},
     error::{ApiError, FieldErrors, Problem},
     extract::{JsonBody, path_id},
     listing::{ListQuery, ListSpec, Page, RequestUrl},
@@ -112,10 +112,9 @@ async fn get_customer(State(state): State<AppState>, caller: Caller, Path(id): P
     responses((status = 201, body = Customer), (status = 400, body = Problem), (status = 422, body = Problem)))]
 async fn create_customer(
     State(state): State<AppState>,
-    caller: Caller,
+    Writer(caller): Writer,
     JsonBody(body): JsonBody<CustomerInput>,
 ) -> Result<Response, ApiError> {
-    caller.require(Role::Write)?;
     let (fields, mut reader) = input::read(body, None);
     if !reader.errors.has("shop_id") {
         scope::body_shop(&state.db, &caller, Some(fields.shop_id), &mut reader.errors).await?;
@@ -131,11 +130,10 @@ async fn create_customer(
     responses((status = 200, body = Customer), (status = 400, body = Problem), (status = 404, body = Problem), (status = 422, body = Problem)))]
 async fn update_customer(
     State(state): State<AppState>,
-    caller: Caller,
+    Writer(caller): Writer,
     Path(id): Path<String>,
     JsonBody(body): JsonBody<CustomerInput>,
 ) -> Result<Json<Customer>, ApiError> {
-    caller.require(Role::Write)?;
     let current = visible_customer(&state, &caller, &id).await?;
     let (id, current_shop) = (current.id, current.shop_id);
     let (fields, mut reader) = input::read(body, Some(current.into()));

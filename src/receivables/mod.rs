@@ -13,7 +13,7 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 
 use crate::{
     app::AppState,
-    auth::{Caller, Role},
+    auth::{Admin, Caller},
     customers::{
         body::{In, Reader, parse_date},
         visible_customer,
@@ -130,11 +130,10 @@ async fn get_receivable(
     responses((status = 201, body = Receivable), (status = 400, body = Problem), (status = 404, body = Problem), (status = 422, body = Problem)))]
 async fn create_receivable(
     State(state): State<AppState>,
-    caller: Caller,
+    Admin(caller): Admin,
     Path(customer_id): Path<String>,
     JsonBody(input): JsonBody<ReceivableInput>,
 ) -> Result<Response, ApiError> {
-    caller.require(Role::Admin)?;
     let customer = visible_customer(&state, &caller, &customer_id).await?;
     let mut r = Reader::default();
     let shop_id = r.int("shop_id", input.shop_id);
@@ -182,11 +181,10 @@ async fn create_receivable(
     responses((status = 201, body = Receivable), (status = 400, body = Problem), (status = 404, body = Problem), (status = 422, body = Problem)))]
 async fn create_payment(
     State(state): State<AppState>,
-    caller: Caller,
+    Admin(caller): Admin,
     Path((customer_id, id)): Path<(String, String)>,
     JsonBody(input): JsonBody<PaymentInput>,
 ) -> Result<Response, ApiError> {
-    caller.require(Role::Admin)?;
     let entry = visible_receivable(&state, &caller, &customer_id, &id).await?;
     let mut r = Reader::default();
     let amount = r.money("amount", input.amount);

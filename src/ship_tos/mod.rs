@@ -13,7 +13,7 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 
 use crate::{
     app::AppState,
-    auth::{Caller, Role},
+    auth::{Caller, Writer},
     customers::{
         body::{In, Reader},
         visible_customer,
@@ -75,11 +75,10 @@ async fn get_ship_to(State(state): State<AppState>, caller: Caller, Path((custom
     responses((status = 201, body = ShipTo), (status = 400, body = Problem), (status = 404, body = Problem), (status = 422, body = Problem)))]
 async fn create_ship_to(
     State(state): State<AppState>,
-    caller: Caller,
+    Writer(caller): Writer,
     Path(customer_id): Path<String>,
     JsonBody(input): JsonBody<ShipToInput>,
 ) -> Result<Response, ApiError> {
-    caller.require(Role::Write)?;
     let customer = visible_customer(&state, &caller, &customer_id).await?;
     let fields = read(input)?;
     let row = store::insert(&state.db, caller.company_id, customer.id, &fields).await.map_err(unique_as_invalid("number"))?;
@@ -92,11 +91,10 @@ async fn create_ship_to(
     responses((status = 200, body = ShipTo), (status = 400, body = Problem), (status = 404, body = Problem), (status = 422, body = Problem)))]
 async fn update_ship_to(
     State(state): State<AppState>,
-    caller: Caller,
+    Writer(caller): Writer,
     Path((customer_id, id)): Path<(String, String)>,
     JsonBody(input): JsonBody<ShipToInput>,
 ) -> Result<Json<ShipTo>, ApiError> {
-    caller.require(Role::Write)?;
     let customer = visible_customer(&state, &caller, &customer_id).await?;
     let id = path_id(&id, "Ship-to")?;
     store::find(&state.db, caller.company_id, customer.id, id).await?.ok_or_else(|| ApiError::not_found("Ship-to"))?;

@@ -15,7 +15,7 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 
 use crate::{
     app::AppState,
-    auth::{Admin, Caller},
+    auth::{Admin, Caller, CompanyAdmin},
     bays::{model::Bay, store as bays},
     error::{ApiError, Problem},
     extract::{JsonBody, QueryParams, path_id},
@@ -131,8 +131,7 @@ async fn get_shop(State(state): State<AppState>, caller: Caller, Path(id): Path<
 /// source value, no bays and no hours.
 #[utoipa::path(post, path = "/api/v1/shops", tag = "shops", request_body = NewShop,
     responses((status = 201, body = ShopInfo), (status = 422, body = Problem)))]
-async fn create_shop(State(state): State<AppState>, Admin(caller): Admin, JsonBody(input): JsonBody<ShopInput>) -> Result<Response, ApiError> {
-    caller.require_company_admin()?;
+async fn create_shop(State(state): State<AppState>, CompanyAdmin(caller): CompanyAdmin, JsonBody(input): JsonBody<ShopInput>) -> Result<Response, ApiError> {
     let fields = input.into_fields(None).map_err(ApiError::Validation)?;
     let shop = create(&state.db, caller.company_id, &fields).await?;
     Ok(created(format!("/api/v1/shops/{}", shop.id), ShopInfo::from(shop)))

@@ -11,6 +11,8 @@ crate::backend_tests!(
     key_creation_is_validated,
     bad_credentials_are_401_with_a_challenge,
     rate_limits_are_per_key_and_reported_on_every_response,
+    revocation_is_immediate_on_every_replica,
+    roles_are_checked_before_the_body,
 );
 
 async fn keys_are_shown_once_listed_without_secrets_and_revoked_at_once(backend: Backend) {
@@ -153,4 +155,71 @@ async fn rate_limits_are_per_key_and_reported_on_every_response(backend: Backend
     // Other keys have their own allowance; public endpoints are not limited.
     assert_eq!(app.get(&other, "/api/v1/bays").await.status, 200);
     assert_eq!(app.request(reqwest::Method::GET, None, "/healthz", None).await.status, 200);
+}
+
+async fn revocation_is_immediate_on_every_replica(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let admin = &app.admin_key;
+    let replica = app.spawn_replica().await;
+    let key = app.create_key(admin, "read", None).await;
+    let id = app.get(admin, "/api/v1/api_keys").await.body["data"].as_array().unwrap().iter().find(|k| key.starts_with(k["prefix"].as_str().unwrap())).unwrap()["id"].as_i64().unwrap();
+    let on_replica = |k: String| {
+        let client = app.client.clone();
+        let url = format!("{replica}/api/v1/bays");
+        async move { client.get(url).bearer_auth(k).send().await.unwrap().status().as_u16() }
+    };
+    // Let the replica start hearing revocations, then warm its key cache.
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    for _ in 0..3 {
+        assert_eq!(on_replica(key.clone()).await, 200);
+    }
+    // The cached key is not accepted under another scheme.
+    let basic = app.client.get(format!("{replica}/api/v1/bays")).header("authorization", format!("Basic {key}")).send().await.unwrap();
+    assert_eq!(basic.status(), 401);
+    let twice = app.client.get(format!("{replica}/api/v1/bays")).header("authorization", format!("{key} {key}")).send().await.unwrap();
+    assert_eq!(twice.status(), 401);
+
+    assert_eq!(app.delete(admin, &format!("/api/v1/api_keys/{id}")).await.status, 204);
+    // PostgreSQL delivers the notice asynchronously; allow it a moment, far under a second.
+    let mut refused = false;
+    for _ in 0..20 {
+        if on_replica(key.clone()).await == 401 {
+            refused = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    assert!(refused, "the other replica still accepts the revoked key");
+}
+
+async fn roles_are_checked_before_the_body(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let admin = &app.admin_key;
+    let shop = app.create_shop(admin, "A", "UTC").await;
+    let read = app.create_key(admin, "read", None).await;
+    let write = app.create_key(admin, "write", None).await;
+    let scoped_admin = app.create_key(admin, "admin", Some(vec![shop])).await;
+    let customer = app
+        .post(admin, "/api/v1/customers", json!({"shop_id": shop, "business_name": "", "first_name": "A", "last_name": "B",
+            "address": "1", "city": "c", "state": "s", "zip": "z"}))
+        .await
+        .ok()["customer_id"]
+        .as_i64()
+        .unwrap();
+    let malformed = |key: &str, method: reqwest::Method, path: String| {
+        app.client.request(method, format!("{}{path}", app.base)).bearer_auth(key.to_owned()).header("content-type", "application/json").body("{bad").send()
+    };
+    for (key, method, path) in [
+        (&read, reqwest::Method::POST, "/api/v1/customers".to_owned()),
+        (&read, reqwest::Method::PUT, format!("/api/v1/customers/{customer}")),
+        (&read, reqwest::Method::POST, format!("/api/v1/customers/{customer}/ship_tos")),
+        (&read, reqwest::Method::POST, "/api/v1/appointments".to_owned()),
+        (&write, reqwest::Method::POST, format!("/api/v1/customers/{customer}/accounts_receivable")),
+        (&write, reqwest::Method::POST, "/api/v1/bays".to_owned()),
+        (&scoped_admin, reqwest::Method::POST, "/api/v1/shops".to_owned()),
+        (&scoped_admin, reqwest::Method::POST, "/api/v1/api_keys".to_owned()),
+    ] {
+        let status = malformed(key, method.clone(), path.clone()).await.unwrap().status();
+        assert_eq!(status, 403, "{method} {path}");
+    }
 }

@@ -30,9 +30,9 @@ async fn spring_forward_local_dates_times_and_ranges(backend: Backend) {
     let t1 = create_id(app, key, body(tokyo, "2026-03-08T00:30:00")).await; // 15:30Z on the 7th
     let t2 = create_id(app, key, body(tokyo, "2026-03-08T23:30:00Z")).await; // 08:30 on the 9th in Tokyo
 
-    // The skipped half hour moves forward to 03:00 CDT.
-    assert_eq!(gap["schedule"], json!({"date": "2026-03-08", "time": "03:00:00", "start": "2026-03-08T08:00:00.000000Z",
-        "end": "2026-03-08T09:00:00.000000Z", "hours": 1.0, "flag": "incomplete"}));
+    // The skipped 02:30 moves forward by the one-hour jump, to 03:30 CDT.
+    assert_eq!(gap["schedule"], json!({"date": "2026-03-08", "time": "03:30:00", "start": "2026-03-08T08:30:00.000000Z",
+        "end": "2026-03-08T09:30:00.000000Z", "hours": 1.0, "flag": "incomplete"}));
     let r = app.get(key, &format!("/api/v1/appointments/{c4}")).await;
     assert_eq!((r.body["schedule"]["start"].as_str(), r.body["schedule"]["time"].as_str()), (Some("2026-03-09T04:30:00.000000Z"), Some("23:30:00")));
     let r = app.get(key, &format!("/api/v1/appointments/{t2}")).await;
@@ -42,7 +42,7 @@ async fn spring_forward_local_dates_times_and_ranges(backend: Backend) {
     // filter[date] / filter[time]: each shop's own calendar and clock.
     assert_eq!(ids("filter[date]=2026-03-08").await, vec![c2, c3, c4, t1]);
     assert_eq!(ids("filter[date]=2026-03-09").await, vec![t2]);
-    assert_eq!(ids("filter[date]=2026-03-08&filter[time]=03:00").await, vec![c3]);
+    assert_eq!(ids("filter[date]=2026-03-08&filter[time]=03:30").await, vec![c3]);
     assert_eq!(ids("filter[time]=23:30").await, vec![c1, c4]);
     assert_eq!(ids("filter[time]=23:30:00&filter[date]=2026-03-08").await, vec![c4]);
     assert_eq!(ids("filter[time]=23:30:01").await, Vec::<i64>::new());
@@ -56,9 +56,9 @@ async fn spring_forward_local_dates_times_and_ranges(backend: Backend) {
     assert_eq!(ids("filter_by=appointment_end&end_date=2026-03-08").await, vec![c1, c2, c3, t1]);
     assert_eq!(ids("filter_by=appointment_end&start_date=2026-03-09").await, vec![c4, t2]);
     // RFC 3339 bounds are exact instants, inclusive.
-    assert_eq!(ids("filter_by=appointment_start&start_date=2026-03-08T08:00:00Z&end_date=2026-03-08T08:00:00Z").await, vec![c3]);
+    assert_eq!(ids("filter_by=appointment_start&start_date=2026-03-08T08:30:00Z&end_date=2026-03-08T08:30:00Z").await, vec![c3]);
     assert_eq!(ids("filter_by=appointment_start&start_date=2026-03-08T07:30:00Z").await, vec![c2, c3, c4, t2]);
-    assert_eq!(ids("filter_by=appointment_end&end_date=2026-03-08T09:00:00.000000Z").await, vec![c1, c2, c3, t1]);
+    assert_eq!(ids("filter_by=appointment_end&end_date=2026-03-08T09:30:00.000000Z").await, vec![c1, c2, c3, t1]);
     assert_eq!(ids("filter_by=appointment_start&start_date=2026-03-08T03:00:00-05:00&end_date=2026-03-08").await, vec![c3, c4]);
     // A key limited to Tokyo ranges Tokyo's days only.
     let tokyo_key = app.create_key(key, "read", Some(vec![tokyo])).await;

@@ -183,6 +183,15 @@ impl TestApp {
         }
     }
 
+    /// A second server on the same database (what another replica is), returning its base URL.
+    pub async fn spawn_replica(&self) -> String {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let router = app::build(self.db.clone(), AppConfig::default());
+        tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
+        format!("http://{addr}")
+    }
+
     /// Another company with its own admin key.
     pub async fn new_company(&self, name: &str) -> (i64, String) {
         keys::create_company(&self.db, name).await.unwrap()

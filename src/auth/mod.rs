@@ -1,10 +1,10 @@
 //! Bearer API keys: generation, hashing, and the `Caller` every resource handler receives.
 
-use std::{
-    collections::HashMap,
-    sync::Mutex,
-    time::{Duration, Instant},
-};
+mod cache;
+
+pub use cache::{KeyCache, REVOCATION_CHANNEL, listen_for_revocations};
+
+use std::time::Instant;
 
 use axum::{
     extract::{FromRequestParts, Request, State},
@@ -131,21 +131,26 @@ pub fn parse_shop_list(stored: Option<&str>) -> Option<Vec<i64>> {
 /// key bookkeeping costs to one per key per minute.
 const LAST_USED_RESOLUTION_MICROS: i64 = 60_000_000;
 
-pub async fn authenticate(db: &Db, header: Option<&str>) -> Result<Caller, ApiError> {
+/// The key of an `Authorization: Bearer <key>` header (scheme case-insensitive).
+pub fn bearer_key(header: Option<&str>) -> Result<&str, ApiError> {
     let header = header.ok_or_else(|| ApiError::Unauthorized("Missing Authorization header with a Bearer API key.".into()))?;
     let (scheme, key) = header.trim().split_once(' ').unwrap_or((header, ""));
     let key = key.trim();
-    if !scheme.eq_ignore_ascii_case("bearer") || key.is_empty() {
+    if !scheme.eq_ignore_ascii_case("bearer") || key.is_empty() || key.contains(' ') {
         return Err(ApiError::Unauthorized("The Authorization header must be `Bearer <API key>`.".into()));
     }
-    let hash = hash_key(key);
+    Ok(key)
+}
+
+/// Looks up an unrevoked key by the hash of its text.
+pub async fn authenticate(db: &Db, hash: &str) -> Result<Caller, ApiError> {
     let row: Option<KeyRow> = db
         .fetch_optional(
             &Query::new(
                 "SELECT id, company_id, role, shop_ids, key_hash, last_used_at FROM api_keys \
                  WHERE key_hash = $1 AND revoked_at IS NULL",
             )
-            .bind(&hash),
+            .bind(hash),
         )
         .await?;
     let row = row
@@ -178,6 +183,19 @@ pub struct Writer(pub Caller);
 /// A caller with the `admin` role (see [`Writer`]).
 pub struct Admin(pub Caller);
 
+/// An admin key without a shop list: company-wide administration (shops, API keys).
+pub struct CompanyAdmin(pub Caller);
+
+impl FromRequestParts<AppState> for CompanyAdmin {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        let caller = Caller::from_request_parts(parts, state).await?;
+        caller.require_company_admin()?;
+        Ok(CompanyAdmin(caller))
+    }
+}
+
 impl FromRequestParts<AppState> for Writer {
     type Rejection = ApiError;
 
@@ -198,47 +216,15 @@ impl FromRequestParts<AppState> for Admin {
     }
 }
 
-/// How long a replica trusts a key it has checked: a key revoked through another replica is
-/// refused here within this time (one revoked through this replica, at once).
-const KEY_CACHE_TTL: Duration = Duration::from_secs(1);
-const KEY_CACHE_MAX_ENTRIES: usize = 10_000;
-
-/// Keys authenticated in the last second, by key hash: saves a database round trip per request.
-#[derive(Default)]
-pub struct KeyCache {
-    entries: Mutex<HashMap<String, (Caller, Instant)>>,
-}
-
-impl KeyCache {
-    fn get(&self, hash: &str, now: Instant) -> Option<Caller> {
-        let entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
-        entries.get(hash).filter(|(_, at)| now.duration_since(*at) < KEY_CACHE_TTL).map(|(c, _)| c.clone())
-    }
-
-    fn put(&self, hash: String, caller: Caller, now: Instant) {
-        let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
-        if entries.len() >= KEY_CACHE_MAX_ENTRIES {
-            entries.retain(|_, (_, at)| now.duration_since(*at) < KEY_CACHE_TTL);
-        }
-        entries.insert(hash, (caller, now));
-    }
-
-    /// Drops a revoked key so this replica refuses it from the next request on.
-    pub fn forget(&self, key_id: i64) {
-        self.entries.lock().unwrap_or_else(|e| e.into_inner()).retain(|_, (c, _)| c.key_id != key_id);
-    }
-}
-
-async fn authenticate_cached(state: &AppState, header: Option<&str>) -> Result<Caller, ApiError> {
-    let hash = header.and_then(|h| h.trim().split_once(' ')).map(|(_, key)| hash_key(key.trim()));
-    let now = Instant::now();
-    if let Some(caller) = hash.as_deref().and_then(|h| state.keys.get(h, now)) {
+/// Authenticates a request's header, through the replica's key cache when it may be trusted.
+async fn authenticate_request(state: &AppState, header: Option<&str>) -> Result<Caller, ApiError> {
+    let hash = hash_key(bearer_key(header)?);
+    if let Some(caller) = state.keys.get(&hash) {
         return Ok(caller);
     }
-    let caller = authenticate(&state.db, header).await?;
-    if let Some(hash) = hash {
-        state.keys.put(hash, caller.clone(), now);
-    }
+    let generation = state.keys.generation();
+    let caller = authenticate(&state.db, &hash).await?;
+    state.keys.put(hash, caller.clone(), generation);
     Ok(caller)
 }
 
@@ -246,7 +232,7 @@ async fn authenticate_cached(state: &AppState, header: Option<&str>) -> Result<C
 /// limit (429), and reports the limit on the response.
 pub async fn require_key(State(state): State<AppState>, mut request: Request, next: Next) -> Response {
     let header = request.headers().get(axum::http::header::AUTHORIZATION).and_then(|v| v.to_str().ok());
-    let caller = match authenticate_cached(&state, header).await {
+    let caller = match authenticate_request(&state, header).await {
         Ok(caller) => caller,
         Err(e) => return e.into_response(),
     };
@@ -275,7 +261,7 @@ impl FromRequestParts<AppState> for Caller {
             return Ok(caller.clone());
         }
         let header = parts.headers.get(axum::http::header::AUTHORIZATION).and_then(|v| v.to_str().ok());
-        let caller = authenticate(&state.db, header).await?;
+        let caller = authenticate_request(state, header).await?;
         parts.extensions.insert(caller.clone());
         Ok(caller)
     }
