@@ -159,14 +159,27 @@ pub async fn fetch_page<T: Row>(
     list: &ListQuery,
     id_column: &str,
 ) -> Result<(Vec<T>, i64), DbError> {
+    let (page, count) = page_statements(columns, from_where, list, id_column);
+    fetch_page_with(db, &page, &count, list).await
+}
+
+/// The two statements of a list: the page (`SELECT columns ... ORDER BY ... LIMIT ... OFFSET`)
+/// and its total (`SELECT COUNT(*) ...` over the same `FROM ... WHERE`).
+pub fn page_statements(columns: &str, from_where: &Query, list: &ListQuery, id_column: &str) -> (Query, Query) {
     let mut rows = from_where.prefixed(&format!("SELECT {columns} "));
     list.push_order_and_page(&mut rows, id_column);
-    let rows: Vec<T> = db.fetch_all(&rows).await?;
+    (rows, from_where.prefixed("SELECT COUNT(*) "))
+}
+
+/// Runs a page statement and, when the page does not tell the total already, the statement
+/// that counts it (one row, one integer column).
+pub async fn fetch_page_with<T: Row>(db: &Db, page: &Query, count: &Query, list: &ListQuery) -> Result<(Vec<T>, i64), DbError> {
+    let rows: Vec<T> = db.fetch_all(page).await?;
     // A short, non-empty page ends the list: its total follows without a COUNT.
     let total = if !rows.is_empty() && (rows.len() as i64) < list.per_page {
         list.offset() + rows.len() as i64
     } else {
-        let (n,): (i64,) = db.fetch_optional(&from_where.prefixed("SELECT COUNT(*) ")).await?.unwrap_or((0,));
+        let (n,): (i64,) = db.fetch_optional(count).await?.unwrap_or((0,));
         n
     };
     Ok((rows, total))

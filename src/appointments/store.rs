@@ -5,7 +5,7 @@ use chrono_tz::Tz;
 use super::{filters::ListFilters, timing::local_parts};
 use crate::{
     db::{Db, DbError, Query, Tx, now_micros},
-    listing::{ListQuery, fetch_page},
+    listing::{ListQuery, fetch_page_with, page_statements},
     scope::ShopFilter,
 };
 
@@ -125,6 +125,23 @@ pub fn insert_query(company_id: i64, f: &AppointmentFields, created_at: i64) -> 
     bind_fields(q, f)
 }
 
+/// Many rows in one statement, `(fields, created_at)` each, with exactly the columns and shadow
+/// values of [`insert_query`] (the benchmark's data generator writes a million rows this way).
+/// Each row takes 30 placeholders: keep a statement under 1,000 rows for SQLite's limit.
+pub fn insert_many_query(company_id: i64, rows: &[(AppointmentFields, i64)]) -> Query {
+    let mut sql = format!("INSERT INTO appointments (company_id, created_at, updated_at, {WRITE_COLUMNS}) VALUES ");
+    for i in 0..rows.len() {
+        let created = 2 + i * 30;
+        let sep = if i == 0 { "" } else { ", " };
+        sql.push_str(&format!("{sep}($1, ${created}, ${created}, {})", placeholders(created + 1, 29)));
+    }
+    let mut q = Query::new(sql).bind(company_id);
+    for (f, created_at) in rows {
+        q = bind_fields(q.bind(*created_at), f);
+    }
+    q
+}
+
 pub async fn insert(db: &Db, company_id: i64, f: &AppointmentFields) -> Result<AppointmentRow, DbError> {
     db.write_fetch_optional(&insert_query(company_id, f, now_micros())).await?.ok_or(DbError::Other(sqlx::Error::RowNotFound))
 }
@@ -218,11 +235,18 @@ pub async fn list(
     f: &ListFilters,
     list: &ListQuery,
 ) -> Result<(Vec<AppointmentRow>, i64), DbError> {
+    let (page, count) = list_statements(company_id, shops, f, list);
+    fetch_page_with(db, &page, &count, list).await
+}
+
+/// The page and count statements of a list, as [`list`] runs them (the benchmark gives the same
+/// statements to pgbench).
+pub fn list_statements(company_id: i64, shops: &ShopFilter, f: &ListFilters, list: &ListQuery) -> (Query, Query) {
     // A date or range filter is served by its own index, then the matches are sorted. Ordering
     // by the bare primary key instead tempts PostgreSQL to walk the primary key and filter,
     // which at a million rows costs hundreds of milliseconds when the matches are recent.
     let tie_break = if f.range.is_some() || f.local_date.is_some() || f.updated.is_some() { "id + 0" } else { "id" };
-    fetch_page(db, &select_columns(), &list_query(company_id, shops, f), list, tie_break).await
+    page_statements(&select_columns(), &list_query(company_id, shops, f), list, tie_break)
 }
 
 /// Every appointment of the given customers (one query for a page of customers), by customer,

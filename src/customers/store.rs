@@ -240,6 +240,19 @@ fn insert_query(company_id: i64, f: &CustomerFields, now: i64) -> Query {
     bind_fields(q, f)
 }
 
+/// Many customers in one statement, with exactly the columns and shadow values of a single
+/// insert; returns the rows (the benchmark's data generator). Each row takes 28 placeholders.
+pub fn insert_many_query(company_id: i64, rows: &[CustomerFields], now: i64) -> Query {
+    let mut sql = format!("INSERT INTO customers (company_id, created_at, updated_at, {}) VALUES ", VALUE_COLUMNS.join(", "));
+    for i in 0..rows.len() {
+        let first = 3 + i * VALUE_COLUMNS.len();
+        let placeholders: Vec<String> = (first..first + VALUE_COLUMNS.len()).map(|n| format!("${n}")).collect();
+        sql.push_str(&format!("{}($1, $2, $2, {})", if i == 0 { "" } else { ", " }, placeholders.join(", ")));
+    }
+    sql.push_str(&format!(" RETURNING {COLUMNS}"));
+    rows.iter().fold(Query::new(sql).bind(company_id).bind(now), bind_fields)
+}
+
 /// `Err(DbError::Unique)` when the company already has a customer with that `customer_number`.
 pub async fn insert(db: &Db, company_id: i64, f: &CustomerFields) -> Result<CustomerRow, DbError> {
     let q = insert_query(company_id, f, now_micros());

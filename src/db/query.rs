@@ -86,6 +86,11 @@ impl Query {
     pub fn sql(&self) -> &str {
         &self.sql
     }
+
+    /// The bound values, in placeholder order (the benchmark renders statements for pgbench).
+    pub fn args(&self) -> &[Arg] {
+        &self.args
+    }
 }
 
 #[cfg(test)]
