@@ -35,11 +35,26 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
             return Err(ApiError::invalid("body", "The request body must be a JSON object."));
         }
         serde_path_to_error::deserialize(value).map(JsonBody).map_err(|e| {
-            let field = e.path().to_string();
+            let field = field_name(e.path());
             let message = describe_type_error(&field, &e.inner().to_string());
             ApiError::invalid(field, message)
         })
     }
+}
+
+/// A body path in Laravel's dotted form (`hours.0.day`), as every validation message keys it.
+fn field_name(path: &serde_path_to_error::Path) -> String {
+    use serde_path_to_error::Segment;
+    let parts: Vec<String> = path
+        .iter()
+        .map(|segment| match segment {
+            Segment::Seq { index } => index.to_string(),
+            Segment::Map { key } => key.clone(),
+            Segment::Enum { variant } => variant.clone(),
+            Segment::Unknown => "?".into(),
+        })
+        .collect();
+    if parts.is_empty() { "body".into() } else { parts.join(".") }
 }
 
 fn has_json_content_type(headers: &axum::http::HeaderMap) -> bool {
@@ -85,10 +100,6 @@ impl QueryParams {
     /// The last value given for `name` (Laravel's behaviour for repeated scalars).
     pub fn get(&self, name: &str) -> Option<&str> {
         self.0.iter().rev().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
-    }
-
-    pub fn all<'a>(&'a self, name: &'a str) -> impl Iterator<Item = &'a str> + 'a {
-        self.0.iter().filter(move |(k, _)| k == name).map(|(_, v)| v.as_str())
     }
 
     /// A boolean parameter: `true/false/1/0` (absent: `None`).

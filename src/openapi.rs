@@ -12,10 +12,9 @@ use utoipa::openapi::{
 
 use crate::error::PROBLEM_JSON;
 
-const SHARED_ERRORS: [(&str, &str); 6] = [
+const SHARED_ERRORS: [(&str, &str); 5] = [
     ("401", "Missing, malformed, unknown or revoked API key"),
     ("403", "The key's role or shop list does not allow this operation"),
-    ("413", "Request body larger than the limit"),
     ("429", "Rate limit of the API key exceeded; see Retry-After"),
     ("500", "Unexpected failure (no internals are disclosed)"),
     ("503", "Database unavailable or request timed out; retry later"),
@@ -28,8 +27,9 @@ fn problem_response(description: &str) -> Response {
         .build()
 }
 
-const BODY_ERRORS: [(&str, &str); 3] = [
+const BODY_ERRORS: [(&str, &str); 4] = [
     ("400", "Malformed JSON"),
+    ("413", "Request body larger than the limit"),
     ("415", "The body is not `application/json`"),
     ("422", "Validation failed; `errors` maps each field to its messages"),
 ];

@@ -14,18 +14,6 @@ pub enum Patch<T> {
 }
 
 impl<T> Patch<T> {
-    /// The value, treating `null` like an omitted field.
-    pub fn value(self) -> Option<T> {
-        match self {
-            Patch::Value(v) => Some(v),
-            _ => None,
-        }
-    }
-
-    pub fn is_missing(&self) -> bool {
-        matches!(self, Patch::Missing)
-    }
-
     /// The stored value after applying this patch to a nullable field holding `current`.
     pub fn apply(self, current: Option<T>) -> Option<T> {
         match self {

@@ -10,18 +10,21 @@ pub const MICROS_PER_HOUR: f64 = 3_600_000_000.0;
 /// The longest appointment (`hours` <= 24): an end bound limits the start to one day earlier.
 pub const MAX_DURATION_MICROS: i64 = 24 * 3_600_000_000;
 
+/// Appointments are scheduled within these years (UTC), so every instant, start and end, prints
+/// as a four-digit RFC 3339 year.
+pub const YEARS: std::ops::RangeInclusive<i32> = 1900..=2200;
+
 /// An appointment `date`: RFC 3339 with an offset or `Z`, or a local date-time without offset
-/// read in `tz` (seconds and fractions optional, `T` or a space between date and time).
+/// read in `tz` (seconds and fractions optional, `T` or a space between date and time), within
+/// [`YEARS`].
 pub fn parse_schedule(raw: &str, tz: Tz) -> Option<DateTime<Utc>> {
     let raw = raw.trim();
-    if let Ok(t) = DateTime::parse_from_rfc3339(raw) {
-        return Some(t.with_timezone(&Utc));
-    }
     const LOCAL: [&str; 4] = ["%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%d %H:%M:%S%.f", "%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M"];
-    LOCAL
-        .iter()
-        .find_map(|f| NaiveDateTime::parse_from_str(raw, f).ok())
-        .map(|local| local_to_utc(tz, local))
+    let at = match DateTime::parse_from_rfc3339(raw) {
+        Ok(t) => t.with_timezone(&Utc),
+        Err(_) => LOCAL.iter().find_map(|f| NaiveDateTime::parse_from_str(raw, f).ok()).map(|local| local_to_utc(tz, local))?,
+    };
+    YEARS.contains(&chrono::Datelike::year(&at)).then_some(at)
 }
 
 /// `(YYYY-MM-DD, HH:MM:SS)` of an instant in `tz`.

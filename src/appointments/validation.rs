@@ -87,7 +87,10 @@ pub async fn validate(db: &Db, caller: &Caller, input: AppointmentInput, current
         (Patch::Value(raw), _) => match parse_schedule(&raw, tz) {
             Some(t) => Some(t.timestamp_micros()),
             None => {
-                errors.add("date", "The date field must be an RFC 3339 date-time or a local date-time (YYYY-MM-DDTHH:MM[:SS]).");
+                errors.add(
+                    "date",
+                    "The date field must be an RFC 3339 date-time or a local date-time (YYYY-MM-DDTHH:MM[:SS]) in the years 1900 to 2200.",
+                );
                 None
             }
         },

@@ -83,8 +83,12 @@ async fn update_bay(
 ) -> Result<Json<Bay>, ApiError> {
     let current = visible_bay(&state, &caller, &id).await?;
     let mut errors = FieldErrors::default();
-    if input.shop_id.is_some() {
-        scope::body_shop(&state.db, &caller, input.shop_id, &mut errors).await?;
+    if let Some(new_shop) = input.shop_id.filter(|s| *s != current.shop_id) {
+        scope::body_shop(&state.db, &caller, Some(new_shop), &mut errors).await?;
+        // An appointment's bay must belong to the appointment's shop.
+        if store::has_appointments(&state.db, caller.company_id, current.shop_id, current.id).await? {
+            errors.add("shop_id", "This bay has appointments; it cannot move to another shop.");
+        }
     }
     let title = match input.title {
         Some(t) => validate::required_text(&mut errors, "title", Some(t)).unwrap_or_default(),

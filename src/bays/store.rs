@@ -84,3 +84,13 @@ pub async fn update(db: &Db, company_id: i64, id: i64, f: &BayFields) -> Result<
     .bind(now_micros());
     db.write_fetch_optional(&q).await
 }
+
+/// Whether appointments are scheduled in the bay (rare admin check: it walks the shop's
+/// appointments through the `(company_id, shop_id, ...)` index).
+pub async fn has_appointments(db: &Db, company_id: i64, shop_id: i64, bay_id: i64) -> Result<bool, DbError> {
+    let q = Query::new("SELECT id FROM appointments WHERE company_id = $1 AND shop_id = $2 AND bay_id = $3 LIMIT 1")
+        .bind(company_id)
+        .bind(shop_id)
+        .bind(bay_id);
+    Ok(db.fetch_optional::<(i64,)>(&q).await?.is_some())
+}

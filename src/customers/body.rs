@@ -35,11 +35,6 @@ impl<T> In<T> {
     pub fn is_absent(&self) -> bool {
         matches!(self, In::Absent)
     }
-
-    /// The value if set, else `current` (omitted or null: keep).
-    pub fn or(self, current: T) -> T {
-        self.set().unwrap_or(current)
-    }
 }
 
 /// Collects every field error of one body.
@@ -89,7 +84,7 @@ impl Reader {
 
     /// Money: a JSON number with at most two decimals, read into integer cents.
     pub fn money(&mut self, field: &str, v: Option<Value>) -> In<i64> {
-        self.read(field, v, "a number with at most two decimals", |v| match v {
+        self.read(field, v, "a number with at most two decimals, at most 9999999999999.99", |v| match v {
             Value::Number(n) => money_cents(&n),
             _ => None,
         })
@@ -139,10 +134,15 @@ pub fn parse_date(s: &str) -> Option<String> {
     NaiveDate::parse_from_str(s, "%Y-%m-%d").ok().map(|d| d.format("%Y-%m-%d").to_string())
 }
 
+/// The largest amount accepted, in cents: 9,999,999,999,999.99. JSON numbers arrive as f64,
+/// which holds every decimal of up to 15 significant digits exactly; beyond that a value could
+/// be silently rounded, so it is refused instead.
+pub const MONEY_LIMIT_CENTS: i64 = 999_999_999_999_999;
+
 /// Integer cents from a JSON number with at most two decimals (`12`, `12.5`, `12.34`); more
-/// decimals, or an amount beyond ±90 trillion, is refused rather than rounded.
+/// decimals, or an amount beyond ±[`MONEY_LIMIT_CENTS`], is refused rather than rounded.
 pub fn money_cents(n: &Number) -> Option<i64> {
-    const LIMIT: i64 = 9_000_000_000_000_000;
+    const LIMIT: i64 = MONEY_LIMIT_CENTS;
     if let Some(i) = n.as_i64() {
         return i.checked_mul(100).filter(|c| c.abs() <= LIMIT);
     }
@@ -200,6 +200,11 @@ mod tests {
         assert_eq!(cents("12.340"), Some(1234));
         assert_eq!(cents("12.345"), None);
         assert_eq!(cents("1e30"), None);
+        // Past 15 significant digits an f64 cannot hold every cent: refused, never rounded.
+        assert_eq!(cents("9999999999999.99"), Some(999_999_999_999_999));
+        assert_eq!(cents("89999999999999.99"), None);
+        assert_eq!(cents("70368744177664.01"), None);
+        assert_eq!(cents("10000000000000"), None);
         let out = serde_json::to_string(&Wrap(1234)).unwrap();
         assert_eq!(out, "12.34");
         assert_eq!(serde_json::to_string(&Wrap(10)).unwrap(), "0.1");

@@ -128,10 +128,14 @@ pub fn read(mut input: CustomerInput, current: Option<CustomerFields>) -> (Custo
     // `terms` and `customer_pay_type` are one value under two names.
     let pay_type = r.text("customer_pay_type", input.customer_pay_type);
     let terms_in = r.text("terms", input.terms);
-    if let (In::Set(a), In::Set(b)) = (&pay_type, &terms_in) {
-        if a != b {
-            r.errors.add("terms", "The terms and customer_pay_type fields are the same value and must match.");
-        }
+    // Given under both names, the values must agree (null and a value disagree).
+    let differ = match (&pay_type, &terms_in) {
+        (In::Absent, _) | (_, In::Absent) | (In::Null, In::Null) => false,
+        (In::Set(a), In::Set(b)) => a != b,
+        _ => true,
+    };
+    if differ {
+        r.errors.add("terms", "The terms and customer_pay_type fields are the same value and must match.");
     }
     let terms_value = if pay_type.is_absent() { terms_in } else { pay_type };
     let terms = text(&mut r, "terms", terms_value, cur.map(|c| c.terms.as_str()), Rule::Optional);

@@ -24,7 +24,7 @@ use crate::{
     respond::{created, unique_as_invalid},
     scope,
 };
-use model::{Customer, CustomerInput, CustomerListParams};
+use model::{Customer, CustomerInput, CustomerListParams, NewCustomer};
 use store::{CustomerFilter, CustomerRow};
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -108,7 +108,7 @@ async fn get_customer(State(state): State<AppState>, caller: Caller, Path(id): P
 }
 
 /// Create a customer (`write` or `admin` key).
-#[utoipa::path(post, path = "/api/v1/customers", tag = "customers", request_body = CustomerInput,
+#[utoipa::path(post, path = "/api/v1/customers", tag = "customers", request_body = NewCustomer,
     responses((status = 201, body = Customer), (status = 400, body = Problem), (status = 422, body = Problem)))]
 async fn create_customer(
     State(state): State<AppState>,

@@ -154,6 +154,52 @@ pub struct PhoneInput {
     fax: Option<String>,
 }
 
+/// The create body as documented (`POST /api/v1/customers`): parsed as [`CustomerInput`], which
+/// applies the create rules, so this type only tells clients which fields are required.
+#[derive(ToSchema)]
+#[allow(dead_code)]
+pub struct NewCustomer {
+    shop_id: i64,
+    /// May be empty.
+    business_name: String,
+    first_name: String,
+    last_name: String,
+    address: String,
+    city: String,
+    state: String,
+    zip: String,
+    /// `{home, work, cell, fax}`; wins over the deprecated fields.
+    phone: Option<PhoneInput>,
+    #[schema(deprecated)]
+    home_phone: Option<String>,
+    #[schema(deprecated)]
+    work_phone: Option<String>,
+    #[schema(deprecated)]
+    cell_phone: Option<String>,
+    #[schema(deprecated)]
+    fax: Option<String>,
+    /// An e-mail address; null or empty for none.
+    email: Option<String>,
+    comments: Option<String>,
+    cell_provider: Option<String>,
+    /// Default true.
+    active: Option<bool>,
+    /// Default false.
+    tax_exempt: Option<bool>,
+    /// Default false.
+    allow_marketing: Option<bool>,
+    /// Money (at most two decimals, not negative).
+    credit_limit: Option<f64>,
+    /// A number or a string.
+    extension: Option<String>,
+    customer_type: Option<String>,
+    /// The customer's terms (same value as `terms`).
+    customer_pay_type: Option<String>,
+    terms: Option<String>,
+    /// Unique in the company when not empty.
+    customer_number: Option<String>,
+}
+
 /// Body of `POST /api/v1/customers` and `PUT /api/v1/customers/{CustomerID}`.
 ///
 /// Create requires `shop_id, business_name, first_name, last_name, address, city, state, zip`

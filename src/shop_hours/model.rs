@@ -68,18 +68,23 @@ pub fn next_occurrence(tz: Tz, day: i64, open: i64, close: i64, now: DateTime<Ut
 /// Body of `PUT /api/v1/settings/shop_hours`: the shop's whole week, replacing the old one.
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct WeekInput {
+    #[schema(required, nullable = false)]
     pub shop_id: Option<i64>,
     /// Open intervals; a day without any is closed. An empty list closes the shop all week.
+    #[schema(required, nullable = false)]
     pub hours: Option<Vec<IntervalInput>>,
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct IntervalInput {
     /// 0 = Sunday .. 6 = Saturday.
+    #[schema(required, nullable = false, minimum = 0, maximum = 6)]
     pub day: Option<i64>,
     /// Shop-local `HH:MM`.
+    #[schema(required, nullable = false, pattern = r"^([01][0-9]|2[0-3]):[0-5][0-9]$")]
     pub open: Option<String>,
     /// Shop-local `HH:MM`, after `open`; `24:00` for midnight.
+    #[schema(required, nullable = false, pattern = r"^(([01][0-9]|2[0-3]):[0-5][0-9]|24:00)$")]
     pub close: Option<String>,
 }
 

@@ -130,6 +130,8 @@ async fn create_validation_errors_are_keyed_by_field(backend: Backend) {
         (json!({"date": "tomorrow"}), "date"),
         (json!({"date": "2026-05-01"}), "date"),
         (json!({"date": "2026-02-30T10:00:00"}), "date"),
+        (json!({"date": "9999-12-31T23:00:00Z"}), "date"),
+        (json!({"date": "0000-01-01T00:00:00+23:59"}), "date"),
         (json!({"shop_id": 999_999}), "shop_id"),
         (json!({"shop_id": foreign_shop}), "shop_id"),
         (json!({"shop_id": "abc"}), "shop_id"),

@@ -6,6 +6,7 @@ crate::backend_tests!(
     lists_bays_with_defaults_filters_and_sorts,
     paginates_bays_with_links_and_edges,
     creates_and_updates_bays_with_validation,
+    a_bay_with_appointments_stays_in_its_shop,
 );
 
 async fn lists_bays_with_defaults_filters_and_sorts(backend: Backend) {
@@ -123,4 +124,25 @@ async fn creates_and_updates_bays_with_validation(backend: Backend) {
     app.put(key, "/api/v1/bays/abc", json!({"order": 1})).await.problem(404);
     // The failed update changed nothing.
     assert_eq!(app.get(key, &format!("/api/v1/bays/{other}")).await.body["title"], "Lift 2");
+}
+
+async fn a_bay_with_appointments_stays_in_its_shop(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let key = &app.admin_key;
+    let a = app.create_shop(key, "A", "UTC").await;
+    let b = app.create_shop(key, "B", "UTC").await;
+    let busy = app.create_bay(key, a, "Lift", 0).await;
+    let idle = app.create_bay(key, a, "Spare", 1).await;
+    let r = app
+        .post(key, "/api/v1/appointments", json!({"shop_id": a, "date": "2026-12-01T09:00:00Z", "year": "2020", "make": "Ford",
+            "model": "Focus", "home_phone": "", "work_phone": "", "cell_phone": "", "column": "lift"}))
+        .await;
+    let appointment = r.ok()["appointment_id"].as_i64().unwrap();
+    app.put(key, &format!("/api/v1/bays/{busy}"), json!({"shop_id": b})).await.invalid("shop_id");
+    assert_eq!(app.get(key, &format!("/api/v1/bays/{busy}")).await.body["shop_id"], a);
+    assert_eq!(app.get(key, &format!("/api/v1/appointments/{appointment}")).await.body["column"], "Lift");
+    // Renaming it is fine (appointments show the new title); a bay without appointments moves.
+    app.put(key, &format!("/api/v1/bays/{busy}"), json!({"title": "Lift A"})).await.ok();
+    assert_eq!(app.get(key, &format!("/api/v1/appointments/{appointment}")).await.body["column"], "Lift A");
+    assert_eq!(app.put(key, &format!("/api/v1/bays/{idle}"), json!({"shop_id": b})).await.ok()["shop_id"], b);
 }

@@ -162,6 +162,11 @@ async fn updates_keep_omitted_fields(backend: Backend) {
     let b = r.ok();
     assert_eq!((b["email"].clone(), b["credit_limit"].clone()), (Value::Null, Value::Null));
     assert_eq!((b["terms"].as_str(), b["customer_pay_type"].as_str(), b["shop_id"].as_i64()), (Some("COD"), Some("COD"), Some(shop2)));
+    // Null under one name and a value under the other disagree; money past f64's exact range is
+    // refused, not rounded.
+    app.put(key, &path, json!({"customer_pay_type": null, "terms": "Net 60"})).await.invalid("terms");
+    app.put(key, &path, json!({"credit_limit": 89999999999999.99})).await.invalid("credit_limit");
+    assert_eq!(app.get(key, &path).await.body["terms"], "COD");
 
     // A PUT is validated like a create, but only for what it sends.
     let other = create_customer(&app, key, shop, "Bo", "Ray", json!({"customer_number": "N2"})).await;

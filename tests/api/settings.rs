@@ -89,6 +89,8 @@ async fn shop_hours_reject_bad_weeks_and_keep_the_old_one(backend: Backend) {
         r.invalid(field);
     }
     app.put(key, "/api/v1/settings/shop_hours", json!({"hours": []})).await.invalid("shop_id");
+    // Type errors are keyed the same dotted way as the other messages.
+    app.put(key, "/api/v1/settings/shop_hours", json!({"shop_id": shop, "hours": [{"day": "x"}]})).await.invalid("hours.0.day");
     app.put(key, "/api/v1/settings/shop_hours", json!({"shop_id": shop})).await.invalid("hours");
     app.put(key, "/api/v1/settings/shop_hours", json!({"shop_id": 999999, "hours": []})).await.invalid("shop_id");
     // The old week is untouched.
