@@ -37,6 +37,12 @@ pub fn local_day_start(tz: Tz, day: NaiveDate) -> DateTime<Utc> {
     local_to_utc(tz, day.and_time(NaiveTime::MIN))
 }
 
+/// A calendar date written exactly `YYYY-MM-DD` (surrounding blanks ignored).
+pub fn parse_ymd(raw: &str) -> Option<NaiveDate> {
+    let raw = raw.trim();
+    (raw.len() == 10).then(|| NaiveDate::parse_from_str(raw, "%Y-%m-%d").ok()).flatten()
+}
+
 /// `HH:MM` -> minutes after midnight (00:00 to 24:00).
 pub fn parse_hh_mm(s: &str) -> Option<i64> {
     let (h, m) = s.split_once(':')?;

@@ -52,28 +52,27 @@ fn filled(v: Option<&str>) -> Option<&str> {
     v.map(str::trim).filter(|v| !v.is_empty())
 }
 
-/// `abc` -> `%abc%`, with `\`, `%` and `_` escaped for `LIKE ... ESCAPE '\'`.
-pub fn like_pattern(raw: &str) -> String {
-    let mut out = String::with_capacity(raw.len() + 2);
-    out.push('%');
-    for c in raw.to_lowercase().chars() {
-        if matches!(c, '\\' | '%' | '_') {
-            out.push('\\');
-        }
-        out.push(c);
-    }
-    out.push('%');
-    out
-}
-
 impl ListFilters {
+    /// True when no filter narrows the list beyond its shops.
+    pub fn is_unfiltered(&self) -> bool {
+        let ListFilters { appointment_id, text, year, local_date, local_time, done, updated, range } = self;
+        appointment_id.is_none()
+            && text.is_empty()
+            && year.is_none()
+            && local_date.is_none()
+            && local_time.is_none()
+            && done.is_none()
+            && updated.is_none()
+            && range.is_none()
+    }
+
     /// Parses the filters; the date range still needs [`ListFilters::resolve_range`].
     pub fn parse(params: &QueryParams, list: &ListQuery) -> Result<(ListFilters, Option<RawRange>), ApiError> {
         let mut errors = FieldErrors::default();
         let mut f = ListFilters { appointment_id: params.i64("appointment_id")?, ..Default::default() };
         for (name, column) in [("first_name", "first_name_key"), ("last_name", "last_name_key"), ("reason", "reason_key"), ("make", "make_key"), ("model", "model_key")] {
             if let Some(v) = filled(list.filter(name)) {
-                f.text.push((column, like_pattern(v)));
+                f.text.push((column, crate::db::like_contains(&v.to_lowercase())));
             }
         }
         f.year = filled(list.filter("year")).map(str::to_owned);
@@ -166,9 +165,4 @@ pub struct RawRange {
 mod tests {
     use super::*;
 
-    #[test]
-    fn like_patterns_escape_wildcards() {
-        assert_eq!(like_pattern("Ab"), "%ab%");
-        assert_eq!(like_pattern("50%_a\\b"), "%50\\%\\_a\\\\b%");
-    }
 }

@@ -33,10 +33,7 @@ pub fn local_parts(tz: Tz, micros: i64) -> (String, String) {
     (local.format("%Y-%m-%d").to_string(), local.format("%H:%M:%S").to_string())
 }
 
-pub fn parse_date(raw: &str) -> Option<NaiveDate> {
-    let raw = raw.trim();
-    (raw.len() == 10).then(|| NaiveDate::parse_from_str(raw, "%Y-%m-%d").ok()).flatten()
-}
+pub use crate::time::parse_ymd as parse_date;
 
 /// `filter[time]`: `HH:MM` matches every second of that minute, `HH:MM:SS` one second. Returns
 /// the inclusive `(from, to)` range of stored `HH:MM:SS` values.

@@ -5,7 +5,6 @@
 //! "present")]` (and `#[schema(value_type = ...)]` for the documented type); handlers turn each
 //! one into an [`In`] with a [`Reader`].
 
-use chrono::NaiveDate;
 use serde::{Deserialize, Deserializer};
 use serde_json::{Number, Value};
 
@@ -127,11 +126,7 @@ impl Reader {
 
 /// `YYYY-MM-DD` exactly (a real calendar date), normalised.
 pub fn parse_date(s: &str) -> Option<String> {
-    let s = s.trim();
-    if s.len() != 10 {
-        return None;
-    }
-    NaiveDate::parse_from_str(s, "%Y-%m-%d").ok().map(|d| d.format("%Y-%m-%d").to_string())
+    crate::time::parse_ymd(s).map(|d| d.format("%Y-%m-%d").to_string())
 }
 
 /// The largest amount accepted, in cents: 9,999,999,999,999.99. JSON numbers arrive as f64,

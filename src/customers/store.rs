@@ -111,20 +111,6 @@ pub fn phone_digits(f: &CustomerFields) -> String {
     format!("|{}|{}|{}|{}|", digits(&f.home_phone), digits(&f.work_phone), digits(&f.cell_phone), digits(&f.fax))
 }
 
-/// `%text%` for `LIKE ... ESCAPE '\'`, with the user's `%`, `_` and `\` taken literally.
-pub fn contains_pattern(text: &str) -> String {
-    let mut out = String::with_capacity(text.len() + 2);
-    out.push('%');
-    for c in text.chars() {
-        if matches!(c, '%' | '_' | '\\') {
-            out.push('\\');
-        }
-        out.push(c);
-    }
-    out.push('%');
-    out
-}
-
 /// The list filters, already parsed (text lower-cased, phone reduced to digits).
 #[derive(Debug, Default)]
 pub struct CustomerFilter {
@@ -157,7 +143,7 @@ pub async fn list(
         ("phone_digits", &filter.phone_digits),
     ] {
         if let Some(value) = value {
-            q.push(" AND ").push(column).push(" LIKE ").push_bind(contains_pattern(value)).push(" ESCAPE '\\'");
+            q.push(" AND ").push(column).push(" LIKE ").push_bind(crate::db::like_contains(value)).push(" ESCAPE '\\'");
         }
     }
     if let Some(number) = &filter.customer_number {
@@ -280,12 +266,6 @@ pub async fn update(db: &Db, company_id: i64, id: i64, f: &CustomerFields) -> Re
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn like_patterns_escape_wildcards() {
-        assert_eq!(contains_pattern("a%b_c\\d"), "%a\\%b\\_c\\\\d%");
-        assert_eq!(contains_pattern("smith"), "%smith%");
-    }
 
     #[test]
     fn phones_reduce_to_separated_digits() {

@@ -8,7 +8,7 @@ mod pools;
 mod query;
 
 pub use pools::{Db, DbConfig, Tx};
-pub use query::{Arg, Query};
+pub use query::{Arg, Query, like_contains};
 
 use sqlx::{postgres::PgRow, sqlite::SqliteRow};
 

@@ -93,9 +93,30 @@ impl Query {
     }
 }
 
+/// A `LIKE ... ESCAPE '\'` pattern matching `text` anywhere: `%`, `_` and `\` in the text are
+/// escaped, so they match themselves.
+pub fn like_contains(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 2);
+    out.push('%');
+    for c in text.chars() {
+        if matches!(c, '%' | '_' | '\\') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out.push('%');
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn like_patterns_escape_wildcards() {
+        assert_eq!(like_contains("smith"), "%smith%");
+        assert_eq!(like_contains("50%_a\\b"), "%50\\%\\_a\\\\b%");
+    }
 
     #[test]
     fn push_bind_numbers_placeholders_after_static_ones() {
