@@ -5,6 +5,7 @@ pub mod app;
 pub mod appointments;
 pub mod auth;
 pub mod bays;
+pub mod body;
 pub mod config;
 pub mod customers;
 pub mod db;

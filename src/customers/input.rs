@@ -3,12 +3,11 @@
 
 use serde_json::Value;
 
-use super::{
+use super::{model::CustomerInput, store::CustomerFields};
+use crate::{
     body::{In, Reader},
-    model::CustomerInput,
-    store::CustomerFields,
+    validate,
 };
-use crate::validate;
 
 const MAX_TEXT: usize = 255;
 const MAX_COMMENTS: usize = 10_000;

@@ -1,6 +1,5 @@
 //! Customers: `GET/POST /api/v1/customers`, `GET/PUT /api/v1/customers/{CustomerID}`.
 
-pub mod body;
 pub mod demo;
 mod details;
 mod input;
@@ -77,7 +76,7 @@ fn parse_filter(url: &RequestUrl, list: &ListQuery) -> Result<CustomerFilter, Ap
         }
         Some(digits).filter(|d| !d.is_empty())
     });
-    let updated = given("updated_date").and_then(|raw| match body::parse_date(raw) {
+    let updated = given("updated_date").and_then(|raw| match crate::body::parse_date(raw) {
         Some(day) => {
             let start = NaiveDate::parse_from_str(&day, "%Y-%m-%d").ok()?.and_time(chrono::NaiveTime::MIN).and_utc();
             let start = start.timestamp_micros();

@@ -4,10 +4,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::{IntoParams, ToSchema};
 
-use super::{
-    body::{present, serialize_opt_money},
-    store::CustomerRow,
-};
+use super::store::CustomerRow;
+use crate::body::{present, serialize_opt_money};
 use crate::{
     receivables::model::{AccountPayment, Receivable},
     ship_tos::model::ShipTo,

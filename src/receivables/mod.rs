@@ -14,10 +14,8 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 use crate::{
     app::AppState,
     auth::{Admin, Caller},
-    customers::{
-        body::{In, Reader, parse_date},
-        visible_customer,
-    },
+    body::{In, Reader, parse_date},
+    customers::visible_customer,
     error::{ApiError, FieldErrors, Problem},
     extract::{JsonBody, parse_bool, path_id},
     listing::{ListQuery, ListSpec, Page, RequestUrl},

@@ -5,7 +5,7 @@ use serde_json::Value;
 use utoipa::{IntoParams, ToSchema};
 
 use super::store::{PaymentRow, ReceivableRow};
-use crate::customers::body::{present, serialize_money};
+use crate::body::{present, serialize_money};
 
 /// An accounts receivable entry (an invoice owed by the customer).
 #[derive(Debug, Clone, Serialize, ToSchema)]

@@ -14,10 +14,8 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 use crate::{
     app::AppState,
     auth::{Caller, Writer},
-    customers::{
-        body::{In, Reader},
-        visible_customer,
-    },
+    body::{In, Reader},
+    customers::visible_customer,
     error::{ApiError, Problem},
     extract::{JsonBody, path_id},
     listing::{ListQuery, ListSpec, Page, RequestUrl},

@@ -5,7 +5,7 @@ use serde_json::Value;
 use utoipa::{IntoParams, ToSchema};
 
 use super::store::ShipToRow;
-use crate::customers::body::present;
+use crate::body::present;
 
 /// A ship-to address of a customer.
 #[derive(Debug, Clone, Serialize, ToSchema)]
