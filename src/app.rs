@@ -16,6 +16,7 @@ use axum::{
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 use tower_http::{
     catch_panic::CatchPanicLayer,
+    compression::CompressionLayer,
     request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer},
     sensitive_headers::SetSensitiveRequestHeadersLayer,
     timeout::TimeoutLayer,
@@ -129,13 +130,15 @@ pub fn build(db: Db, config: AppConfig) -> Router {
 }
 
 /// The stack every request goes through (each layer wraps the ones above it): body limit,
-/// timeout, panic catching, one error format for all of them, metrics, tracing, request id.
+/// timeout, panic catching, one error format for all of them, gzip, metrics, tracing, request id.
 fn with_middleware(routes: Router, timeout: Duration, body_limit: usize) -> Router {
     routes
         .layer(DefaultBodyLimit::max(body_limit))
         .layer(TimeoutLayer::with_status_code(StatusCode::SERVICE_UNAVAILABLE, timeout))
         .layer(CatchPanicLayer::new())
         .layer(middleware::from_fn(problem_for_bare_errors))
+        // Pages of JSON shrink several times over for clients that send `Accept-Encoding: gzip`.
+        .layer(CompressionLayer::new().gzip(true))
         .layer(middleware::from_fn(record_metrics))
         .layer(TraceLayer::new_for_http())
         // Keys never reach logs, even with header logging turned on.

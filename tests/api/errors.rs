@@ -8,6 +8,7 @@ crate::backend_tests!(
     request_bodies_are_checked_in_order,
     database_outage_is_503,
     openapi_describes_every_route_and_error,
+    responses_are_gzipped_on_request,
 );
 
 async fn framework_rejections_are_problem_json(backend: Backend) {
@@ -111,4 +112,16 @@ async fn metrics_count_requests_by_route_and_report_pools() {
     assert!(text.contains(r#"http_requests_total{method="GET",route="/api/v1/bays",status="200"}"#), "{text}");
     assert!(text.contains("http_request_duration_seconds_bucket"), "{text}");
     assert!(text.contains(r#"db_pool_connections{pool="sqlite_reader"}"#), "{text}");
+}
+
+async fn responses_are_gzipped_on_request(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let url = format!("{}/api/v1/openapi.json", app.base);
+    let gz = app.client.get(&url).header("accept-encoding", "gzip").send().await.unwrap();
+    assert_eq!(gz.headers().get("content-encoding").map(|v| v.to_str().unwrap()), Some("gzip"));
+    let compressed = gz.bytes().await.unwrap().len();
+    let plain = app.client.get(&url).send().await.unwrap();
+    assert!(plain.headers().get("content-encoding").is_none());
+    let plain = plain.bytes().await.unwrap().len();
+    assert!(compressed * 3 < plain, "{compressed} vs {plain} bytes");
 }
