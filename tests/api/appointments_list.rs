@@ -12,6 +12,7 @@ crate::backend_tests!(
     text_filters_are_case_insensitive_substrings_with_escaping,
     status_id_year_and_updated_date_filters,
     sorts_break_ties_by_id_and_pages_walk_everything,
+    unfiltered_totals_follow_creates_moves_and_key_shops,
 );
 
 async fn text_filters_are_case_insensitive_substrings_with_escaping(backend: Backend) {
@@ -128,4 +129,42 @@ async fn sorts_break_ties_by_id_and_pages_walk_everything(backend: Backend) {
     let r = app.get(key, "/api/v1/appointments?pageSize=3&page=5").await;
     assert_eq!((r.ids("appointment_id").len(), r.body["meta"]["total"].as_i64()), (0, Some(4)));
     app.get(key, "/api/v1/appointments?pageSize=101").await.invalid("pageSize");
+}
+
+/// The unfiltered list reads its total from per-shop counters (migration 0004): they must follow
+/// creates, moves between shops and the key's shop list, and agree with a filtered COUNT.
+async fn unfiltered_totals_follow_creates_moves_and_key_shops(backend: Backend) {
+    async fn total(app: &TestApp, key: &str, q: &str) -> Option<i64> {
+        app.get(key, &format!("/api/v1/appointments?pageSize=1{q}")).await.ok()["meta"]["total"].as_i64()
+    }
+    let app = &TestApp::spawn(backend).await;
+    let key = &app.admin_key;
+    let a = app.create_shop(key, "A", "UTC").await;
+    let b = app.create_shop(key, "B", "America/Chicago").await;
+    let mut in_a = Vec::new();
+    for day in 1..=3 {
+        in_a.push(create_id(app, key, body_with(a, &format!("2026-05-0{day}T10:00:00Z"), json!({}))).await);
+    }
+    for day in 1..=2 {
+        create_id(app, key, body_with(b, &format!("2026-05-0{day}T10:00:00Z"), json!({}))).await;
+    }
+    assert_eq!(total(app, key, "").await, Some(5));
+    assert_eq!(total(app, key, &format!("&filter[shop_id]={a}")).await, Some(3));
+    // Moving an appointment to another shop moves its count; other updates leave counts alone.
+    app.put(key, &format!("/api/v1/appointments/{}", in_a[0]), json!({"shop_id": b})).await.ok();
+    app.put(key, &format!("/api/v1/appointments/{}", in_a[1]), json!({"reason": "Brakes"})).await.ok();
+    app.put(key, &format!("/api/v1/shops/{b}"), json!({"timezone": "Asia/Tokyo"})).await.ok();
+    assert_eq!(total(app, key, "").await, Some(5));
+    assert_eq!(total(app, key, &format!("&filter[shop_id]={a}")).await, Some(2));
+    assert_eq!(total(app, key, &format!("&filter[shop_id]={b}")).await, Some(3));
+    // A filtered list still counts its matches; a key limited to shop B sees B's total.
+    assert_eq!(total(app, key, "&filter[status]=incomplete").await, Some(5));
+    let scoped = app.create_key(key, "read", Some(vec![b])).await;
+    assert_eq!(total(app, &scoped, "").await, Some(3));
+    // Another company's appointments are not in this company's total.
+    let (_, other) = app.new_company("Other").await;
+    let c = app.create_shop(&other, "C", "UTC").await;
+    create_id(app, &other, body_with(c, "2026-05-01T10:00:00Z", json!({}))).await;
+    assert_eq!(total(app, &other, "").await, Some(1));
+    assert_eq!(total(app, key, "").await, Some(5));
 }
