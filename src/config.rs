@@ -38,9 +38,11 @@ pub struct DatabaseArgs {
     /// Database URL: `sqlite://FILE` (created if missing) or `postgres://USER@HOST/DB`.
     #[arg(long, env = "AUTOSHOP_DATABASE_URL", default_value = "sqlite://autoshop.db")]
     pub database_url: String,
-    /// PostgreSQL pool size per process, or the number of SQLite read connections.
-    #[arg(long, env = "AUTOSHOP_DB_MAX_CONNECTIONS", default_value_t = 16)]
-    pub db_max_connections: u32,
+    /// PostgreSQL pool size per process (default 16), or the number of SQLite read connections
+    /// (default twice the CPU count: each SQLite connection is a thread with its own page cache,
+    /// and more of them than cores only adds switching and memory).
+    #[arg(long, env = "AUTOSHOP_DB_MAX_CONNECTIONS")]
+    pub db_max_connections: Option<u32>,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -105,5 +107,19 @@ impl From<&ServeArgs> for AppConfig {
             rate_limit: args.rate_limit,
             rate_limit_burst: args.rate_limit_burst,
         }
+    }
+}
+
+impl DatabaseArgs {
+    /// The pool size: as given, or the backend's default.
+    pub fn max_connections(&self) -> u32 {
+        self.db_max_connections.unwrap_or_else(|| {
+            if self.database_url.starts_with("sqlite:") {
+                let cores = std::thread::available_parallelism().map(|n| n.get() as u32).unwrap_or(2);
+                (2 * cores).max(2)
+            } else {
+                16
+            }
+        })
     }
 }

@@ -32,7 +32,7 @@ async fn main() -> anyhow::Result<()> {
 }
 
 async fn open(args: &DatabaseArgs) -> anyhow::Result<Db> {
-    let db = Db::connect(&DbConfig { url: args.database_url.clone(), max_connections: args.db_max_connections }).await?;
+    let db = Db::connect(&DbConfig { url: args.database_url.clone(), max_connections: args.max_connections() }).await?;
     db.migrate().await.context("migrating the database")?;
     Ok(db)
 }

@@ -160,9 +160,3 @@ pub struct RawRange {
     start: Option<Bound>,
     end: Option<Bound>,
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-}
