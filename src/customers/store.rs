@@ -111,6 +111,11 @@ pub fn phone_digits(f: &CustomerFields) -> String {
     format!("|{}|{}|{}|{}|", digits(&f.home_phone), digits(&f.work_phone), digits(&f.cell_phone), digits(&f.fax))
 }
 
+/// An FTS5 query for `text` as a substring of one column: `column : "text"`, quotes doubled.
+fn trigram_phrase(column: &str, text: &str) -> String {
+    format!("{column} : \"{}\"", text.replace('"', "\"\""))
+}
+
 /// The list filters, already parsed (text lower-cased, phone reduced to digits).
 #[derive(Debug, Default)]
 pub struct CustomerFilter {
@@ -143,6 +148,13 @@ pub async fn list(
         ("phone_digits", &filter.phone_digits),
     ] {
         if let Some(value) = value {
+            // On SQLite a value of three characters or more is first looked up in the trigram
+            // index (migration 0005); the LIKE then decides, with the exact rules everywhere.
+            if matches!(db, Db::Sqlite { .. }) && value.chars().count() >= 3 {
+                q.push(" AND id IN (SELECT rowid FROM customers_search WHERE customers_search MATCH ")
+                    .push_bind(trigram_phrase(column, value))
+                    .push(")");
+            }
             q.push(" AND ").push(column).push(" LIKE ").push_bind(crate::db::like_contains(value)).push(" ESCAPE '\\'");
         }
     }
@@ -266,6 +278,11 @@ pub async fn update(db: &Db, company_id: i64, id: i64, f: &CustomerFields) -> Re
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn trigram_phrases_quote_the_text() {
+        assert_eq!(trigram_phrase("last_name_key", "o\"brien"), "last_name_key : \"o\"\"brien\"");
+    }
 
     #[test]
     fn phones_reduce_to_separated_digits() {

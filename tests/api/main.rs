@@ -7,6 +7,7 @@ mod appointments;
 mod appointments_list;
 mod appointments_tz;
 mod bays;
+mod customer_search;
 mod customers;
 mod errors;
 mod isolation;

@@ -1,0 +1,49 @@
+//! Substring search on customers: same answers on both backends, whatever index serves it
+//! (SQLite's trigram table, PostgreSQL's trigram GIN indexes), and in step with updates.
+
+use serde_json::json;
+
+use crate::{
+    customers::create_customer,
+    support::{Backend, TestApp},
+};
+
+crate::backend_tests!(substring_search_follows_updates_and_takes_text_literally);
+
+async fn substring_search_follows_updates_and_takes_text_literally(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let key = &app.admin_key;
+    let shop = app.create_shop(key, "A", "UTC").await;
+    let obrien = create_customer(&app, key, shop, "Siobhán", "O\"Brien", json!({"cell_phone": "(555) 010-2030"})).await;
+    let percent = create_customer(&app, key, shop, "Ann", "100%_Motors", json!({"address": "12 Élan Street"})).await;
+    let plain = create_customer(&app, key, shop, "Anna", "Johnson", json!({"home_phone": "555 777 1234"})).await;
+    let (_, other_admin) = app.new_company("Other").await;
+    let other_shop = app.create_shop(&other_admin, "B", "UTC").await;
+    create_customer(&app, &other_admin, other_shop, "Anna", "Johnson", json!({})).await;
+
+    let ids = |q: String| {
+        let app = &app;
+        async move { app.get(key, &format!("/api/v1/customers?{q}")).await.ids("customer_id") }
+    };
+    let enc = |s: &str| s.replace('%', "%25").replace('"', "%22").replace(' ', "%20");
+    assert_eq!(ids(format!("filter[last_name]={}", enc("o\"bri"))).await, vec![obrien]);
+    assert_eq!(ids("filter[first_name]=SIOBH%C3%81N".into()).await, vec![obrien], "case-insensitive, beyond ASCII");
+    assert_eq!(ids(format!("filter[last_name]={}", enc("0%_m"))).await, vec![percent], "wildcards are literal");
+    assert_eq!(ids(format!("filter[last_name]={}", enc("%_"))).await, vec![percent]);
+    assert_eq!(ids("filter[last_name]=son".into()).await, vec![plain], "the other company's Johnson is not listed");
+    assert_eq!(ids("filter[last_name]=on".into()).await, vec![plain], "two letters work too");
+    assert_eq!(ids(format!("filter[address]={}", enc("élan st"))).await, vec![percent]);
+    assert_eq!(ids("filter[phone]=010-20".into()).await, vec![obrien]);
+    assert_eq!(ids("filter[phone]=7771234".into()).await, vec![plain]);
+    assert_eq!(ids("filter[phone]=30555".into()).await, Vec::<i64>::new(), "digits never match across two numbers");
+    assert_eq!(ids("filter[first_name]=ann&filter[last_name]=john".into()).await, vec![plain]);
+
+    // Updates move the customer between searches at once.
+    app.put(key, &format!("/api/v1/customers/{plain}"), json!({"last_name": "Smithers", "home_phone": "555 888 0000"})).await.ok();
+    assert_eq!(ids("filter[last_name]=john".into()).await, Vec::<i64>::new());
+    assert_eq!(ids("filter[last_name]=smith".into()).await, vec![plain]);
+    assert_eq!(ids("filter[phone]=8880000".into()).await, vec![plain]);
+    assert_eq!(ids("filter[phone]=7771234".into()).await, Vec::<i64>::new());
+    let r = app.get(key, "/api/v1/customers?filter[last_name]=smith").await;
+    assert_eq!(r.body["meta"]["total"], 1);
+}
