@@ -3,7 +3,7 @@
 
 use crate::{
     db::{Db, DbError, Query, now_micros},
-    listing::{ListQuery, fetch_page},
+    listing::{ListQuery, fetch_page_with, page_statements},
     scope::ShopFilter,
 };
 
@@ -129,6 +129,19 @@ pub struct CustomerFilter {
     pub updated: Option<(i64, i64)>,
 }
 
+impl CustomerFilter {
+    /// No filter but (possibly) the shops.
+    pub fn is_unfiltered(&self) -> bool {
+        self.id.is_none()
+            && self.first_name.is_none()
+            && self.last_name.is_none()
+            && self.address.is_none()
+            && self.phone_digits.is_none()
+            && self.customer_number.is_none()
+            && self.updated.is_none()
+    }
+}
+
 pub async fn list(
     db: &Db,
     company_id: i64,
@@ -165,7 +178,15 @@ pub async fn list(
     if let Some((from, to)) = filter.updated {
         q.push(" AND updated_at >= ").push_bind(from).push(" AND updated_at < ").push_bind(to);
     }
-    fetch_page(db, COLUMNS, &q, list, "id").await
+    let (page, count) = page_statements(COLUMNS, &q, list, "id");
+    if !filter.is_unfiltered() {
+        return fetch_page_with(db, &page, &count, list).await;
+    }
+    // Nothing but the shops narrows the list: its total is the sum of the shops' counters
+    // (migration 0006, kept by triggers) instead of a COUNT(*) over every customer.
+    let mut total = Query::new("SELECT CAST(COALESCE(SUM(n), 0) AS BIGINT) FROM customer_counts WHERE company_id = $1").bind(company_id);
+    shops.push_sql(&mut total, "shop_id");
+    fetch_page_with(db, &page, &total, list).await
 }
 
 /// One customer of the company (whatever its shop: callers check the key's shop list).

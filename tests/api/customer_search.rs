@@ -8,7 +8,7 @@ use crate::{
     support::{Backend, TestApp},
 };
 
-crate::backend_tests!(substring_search_follows_updates_and_takes_text_literally);
+crate::backend_tests!(substring_search_follows_updates_and_takes_text_literally, unfiltered_customer_totals_follow_creates_moves_and_key_shops);
 
 async fn substring_search_follows_updates_and_takes_text_literally(backend: Backend) {
     let app = TestApp::spawn(backend).await;
@@ -46,4 +46,34 @@ async fn substring_search_follows_updates_and_takes_text_literally(backend: Back
     assert_eq!(ids("filter[phone]=7771234".into()).await, Vec::<i64>::new());
     let r = app.get(key, "/api/v1/customers?filter[last_name]=smith").await;
     assert_eq!(r.body["meta"]["total"], 1);
+}
+
+/// The unfiltered customer list reads its total from per-shop counters (migration 0006): they
+/// follow creates, moves between shops, the key's shop list and the company.
+async fn unfiltered_customer_totals_follow_creates_moves_and_key_shops(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let key = &app.admin_key;
+    let a = app.create_shop(key, "A", "UTC").await;
+    let b = app.create_shop(key, "B", "UTC").await;
+    let mut in_a = Vec::new();
+    for i in 0..3 {
+        in_a.push(create_customer(&app, key, a, &format!("A{i}"), "Doe", json!({})).await);
+    }
+    create_customer(&app, key, b, "B0", "Doe", json!({})).await;
+    let total = |key: String, q: &'static str| {
+        let app = &app;
+        async move { app.get(&key, &format!("/api/v1/customers?pageSize=1{q}")).await.ok()["meta"]["total"].as_i64() }
+    };
+    assert_eq!(total(key.clone(), "").await, Some(4));
+    app.put(key, &format!("/api/v1/customers/{}", in_a[0]), json!({"shop_id": b})).await.ok();
+    app.put(key, &format!("/api/v1/customers/{}", in_a[1]), json!({"first_name": "Renamed"})).await.ok();
+    assert_eq!(total(key.clone(), "").await, Some(4));
+    let scoped_b = app.create_key(key, "read", Some(vec![b])).await;
+    assert_eq!(total(scoped_b, "").await, Some(2));
+    assert_eq!(total(key.clone(), "&filter[first_name]=renamed").await, Some(1));
+    let (_, other) = app.new_company("Other").await;
+    let c = app.create_shop(&other, "C", "UTC").await;
+    create_customer(&app, &other, c, "C0", "Roe", json!({})).await;
+    assert_eq!(total(other, "").await, Some(1));
+    assert_eq!(total(key.clone(), "").await, Some(4));
 }
