@@ -507,7 +507,7 @@ async fn pgbench_script(
     let (mut filters, range) = ListFilters::parse(&params, &list).map_err(|e| anyhow::anyhow!("{e}"))?;
     let shops = if vary { ShopFilter::Only(vec![first_shop]) } else { ShopFilter::All };
     if let Some(range) = range {
-        filters.resolve_range(db, company_id, &shops, range).await?;
+        filters.resolve_range(db, company_id, &shops, None, range).await?;
     }
     let (page, count) = list_statements(company_id, &shops, &filters, &list);
     // The sample request's bounds: the first day's start and end in the first shop's zone.

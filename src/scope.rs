@@ -32,17 +32,27 @@ impl ShopFilter {
 /// Resolves `filter[shop_id]`: absent means every shop the key may see; a shop that does not
 /// exist in the company or is outside the key's list answers 404.
 pub async fn shop_filter(db: &Db, caller: &Caller, raw: Option<&str>) -> Result<ShopFilter, ApiError> {
+    Ok(shop_filter_and_row(db, caller, raw).await?.0)
+}
+
+/// [`shop_filter`], also returning the named shop's row (read for the scope check anyway).
+pub async fn shop_filter_and_row(
+    db: &Db,
+    caller: &Caller,
+    raw: Option<&str>,
+) -> Result<(ShopFilter, Option<shops::ShopRow>), ApiError> {
     let Some(raw) = raw.map(str::trim).filter(|r| !r.is_empty()) else {
-        return Ok(match &caller.shops {
+        let all = match &caller.shops {
             None => ShopFilter::All,
             Some(ids) => ShopFilter::Only(ids.clone()),
-        });
+        };
+        return Ok((all, None));
     };
     let id: i64 = raw
         .parse()
         .map_err(|_| ApiError::invalid("filter[shop_id]", "The filter[shop_id] parameter must be an integer."))?;
-    visible_shop(db, caller, id).await?;
-    Ok(ShopFilter::Only(vec![id]))
+    let shop = visible_shop(db, caller, id).await?;
+    Ok((ShopFilter::Only(vec![id]), Some(shop)))
 }
 
 /// A shop the caller may see, or 404.

@@ -125,12 +125,24 @@ impl ListFilters {
 
     /// Turns the range into UTC bounds: a date-only bound of a scheduled start or end is a day
     /// in each shop's own zone, so the shops in scope are grouped by zone.
-    pub async fn resolve_range(&mut self, db: &Db, company_id: i64, scope: &ShopFilter, raw: RawRange) -> Result<(), DbError> {
+    /// `known`: the one shop of `scope` when the caller already read it (saves a query).
+    pub async fn resolve_range(
+        &mut self,
+        db: &Db,
+        company_id: i64,
+        scope: &ShopFilter,
+        known: Option<shops::ShopRow>,
+        raw: RawRange,
+    ) -> Result<(), DbError> {
         let RawRange { column, start, end } = raw;
         let zoned = column != "created_at" && (start.is_some_and(|b| b.is_day()) || end.is_some_and(|b| b.is_day()));
         let mut groups: BTreeMap<String, (Tz, Vec<i64>)> = BTreeMap::new();
         if zoned {
-            for shop in shops::list(db, company_id, scope).await? {
+            let rows = match known {
+                Some(shop) => vec![shop],
+                None => shops::list(db, company_id, scope).await?,
+            };
+            for shop in rows {
                 groups.entry(shop.timezone.clone()).or_insert_with(|| (shop.tz(), Vec::new())).1.push(shop.id);
             }
         }

@@ -60,9 +60,9 @@ async fn list_appointments(State(state): State<AppState>, caller: Caller, url: R
     let list = ListQuery::parse(&url.params, &LIST)?;
     let with_details = url.params.bool("with_details")?.unwrap_or(false);
     let (mut filters, range) = ListFilters::parse(&url.params, &list)?;
-    let shops = scope::shop_filter(&state.db, &caller, list.filter("shop_id").filter(|s| !s.trim().is_empty())).await?;
+    let (shops, shop) = scope::shop_filter_and_row(&state.db, &caller, list.filter("shop_id")).await?;
     if let Some(range) = range {
-        filters.resolve_range(&state.db, caller.company_id, &shops, range).await?;
+        filters.resolve_range(&state.db, caller.company_id, &shops, shop, range).await?;
     }
     let (rows, total) = store::list(&state.db, caller.company_id, &shops, &filters, &list).await?;
     let mut data: Vec<Appointment> = rows.into_iter().map(Appointment::from).collect();

@@ -111,7 +111,13 @@ impl Db {
     /// migrator holds an advisory lock, and SQLite serialises writers.
     pub async fn migrate(&self) -> anyhow::Result<()> {
         match self {
-            Db::Sqlite { writer, .. } => SQLITE_MIGRATIONS.run(writer).await?,
+            Db::Sqlite { writer, .. } => {
+                SQLITE_MIGRATIONS.run(writer).await?;
+                // Give the planner statistics (sampled, so it stays quick on big files): without
+                // them it can pick a poor index for range pages at a million rows.
+                sqlx::query("PRAGMA analysis_limit = 1000").execute(writer).await?;
+                sqlx::query("PRAGMA optimize = 0x10002").execute(writer).await?;
+            }
             Db::Postgres(pool) => POSTGRES_MIGRATIONS.run(pool).await?,
         }
         Ok(())
