@@ -97,9 +97,10 @@ impl QueryParams {
         QueryParams(form_urlencoded::parse(query.as_bytes()).into_owned().collect())
     }
 
-    /// The last value given for `name` (Laravel's behaviour for repeated scalars).
+    /// The last value given for `name` (Laravel's behaviour for repeated scalars). An empty
+    /// value (`?page=`) counts as absent, as Laravel's empty-string-to-null conversion has it.
     pub fn get(&self, name: &str) -> Option<&str> {
-        self.0.iter().rev().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
+        self.0.iter().rev().find(|(k, _)| k == name).map(|(_, v)| v.as_str()).filter(|v| !v.is_empty())
     }
 
     /// A boolean parameter: `true/false/1/0` (absent: `None`).
@@ -173,6 +174,7 @@ mod tests {
         assert_eq!(q.get("filter[shop_id]"), Some("3"));
         assert_eq!(q.get("page"), Some("2"));
         assert_eq!(q.get("name"), Some("a b"));
+        assert_eq!(QueryParams::parse("page=").get("page"), None, "empty is absent");
     }
 
     #[test]

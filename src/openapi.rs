@@ -34,7 +34,30 @@ const BODY_ERRORS: [(&str, &str); 4] = [
     ("422", "Validation failed; `errors` maps each field to its messages"),
 ];
 
+/// Every query parameter also accepts an empty value (`?x=`), which counts as absent: said in
+/// the schema so clients and fuzzers know an empty value is not an error.
+fn allow_empty_query_values(op: &mut Operation) {
+    use utoipa::openapi::{
+        path::ParameterIn,
+        schema::{AnyOfBuilder, ObjectBuilder, Schema, Type},
+    };
+    for param in op.parameters.iter_mut().flatten() {
+        let RefOr::T(param) = param else { continue };
+        if !matches!(param.parameter_in, ParameterIn::Query) {
+            continue;
+        }
+        if matches!(param.schema, Some(RefOr::T(Schema::Array(_)))) {
+            continue;
+        }
+        if let Some(schema) = param.schema.take() {
+            let empty = ObjectBuilder::new().schema_type(Type::String).enum_values(Some([""])).build();
+            param.schema = Some(RefOr::T(Schema::AnyOf(AnyOfBuilder::new().item(schema).item(empty).build())));
+        }
+    }
+}
+
 fn finish_operation(op: &mut Operation) {
+    allow_empty_query_values(op);
     op.security = Some(vec![SecurityRequirement::new("bearer", Vec::<String>::new())]);
     let body_errors = if op.request_body.is_some() { &BODY_ERRORS[..] } else { &[] };
     for (status, description) in SHARED_ERRORS.iter().chain(body_errors) {
