@@ -34,11 +34,28 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
         if !value.is_object() {
             return Err(ApiError::invalid("body", "The request body must be a JSON object."));
         }
+        if let Some(field) = find_nul(&value, "") {
+            return Err(ApiError::invalid(field.clone(), format!("The {field} field must not contain NUL characters.")));
+        }
         serde_path_to_error::deserialize(value).map(JsonBody).map_err(|e| {
             let field = field_name(e.path());
             let message = describe_type_error(&field, &e.inner().to_string());
             ApiError::invalid(field, message)
         })
+    }
+}
+
+/// The dotted path of the first string holding a NUL character: no database stores one in text
+/// (PostgreSQL refuses it), so it is a validation error rather than a failure deep down.
+fn find_nul(value: &serde_json::Value, path: &str) -> Option<String> {
+    let join = |key: &str| if path.is_empty() { key.to_owned() } else { format!("{path}.{key}") };
+    match value {
+        serde_json::Value::String(s) if s.contains('\0') => Some(if path.is_empty() { "body".into() } else { path.to_owned() }),
+        serde_json::Value::Array(items) => items.iter().enumerate().find_map(|(i, v)| find_nul(v, &join(&i.to_string()))),
+        serde_json::Value::Object(map) => map.iter().find_map(|(k, v)| {
+            if k.contains('\0') { Some(join(k)) } else { find_nul(v, &join(k)) }
+        }),
+        _ => None,
     }
 }
 
@@ -97,6 +114,15 @@ impl QueryParams {
         QueryParams(form_urlencoded::parse(query.as_bytes()).into_owned().collect())
     }
 
+    /// Parses a request's query string, refusing NUL characters (422 keyed by the parameter).
+    pub fn from_request_query(query: &str) -> Result<Self, ApiError> {
+        let params = Self::parse(query);
+        if let Some((name, _)) = params.0.iter().find(|(k, v)| k.contains('\0') || v.contains('\0')) {
+            return Err(ApiError::invalid(name.clone(), format!("The {name} parameter must not contain NUL characters.")));
+        }
+        Ok(params)
+    }
+
     /// The last value given for `name` (Laravel's behaviour for repeated scalars). An empty
     /// value (`?page=`) counts as absent, as Laravel's empty-string-to-null conversion has it.
     pub fn get(&self, name: &str) -> Option<&str> {
@@ -138,7 +164,7 @@ impl<S: Send + Sync> FromRequestParts<S> for QueryParams {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, ApiError> {
-        Ok(QueryParams::parse(parts.uri.query().unwrap_or("")))
+        QueryParams::from_request_query(parts.uri.query().unwrap_or(""))
     }
 }
 
@@ -175,6 +201,14 @@ mod tests {
         assert_eq!(q.get("page"), Some("2"));
         assert_eq!(q.get("name"), Some("a b"));
         assert_eq!(QueryParams::parse("page=").get("page"), None, "empty is absent");
+    }
+
+    #[test]
+    fn nul_characters_are_found_by_path() {
+        let v = serde_json::json!({"a": "ok", "b": [1, {"c": "x\u{0}"}]});
+        assert_eq!(find_nul(&v, "").as_deref(), Some("b.1.c"));
+        assert_eq!(find_nul(&serde_json::json!({"a": "ok"}), ""), None);
+        assert!(QueryParams::from_request_query("filter%5Bx%5D=a%00").is_err());
     }
 
     #[test]

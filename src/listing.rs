@@ -263,7 +263,7 @@ impl FromRequestParts<AppState> for RequestUrl {
         };
         Ok(RequestUrl {
             path_url: format!("{base}{}", parts.uri.path()),
-            params: QueryParams::parse(parts.uri.query().unwrap_or("")),
+            params: QueryParams::from_request_query(parts.uri.query().unwrap_or(""))?,
         })
     }
 }

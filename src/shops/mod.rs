@@ -106,7 +106,9 @@ fn parse_with(params: &QueryParams) -> Result<Vec<&'static str>, ApiError> {
         if !is_with {
             continue;
         }
-        for item in value.split(',').map(str::trim).filter(|v| !v.is_empty()) {
+        // Each item must name a list: an empty one is refused like an unknown one (the
+        // document's enum has no empty value).
+        for item in value.split(',').map(str::trim) {
             let Some(known) = EMBEDS.iter().find(|e| **e == item) else {
                 return Err(ApiError::BadRequest(format!("Unknown with[] value `{item}`. Allowed values: hours, bays, sources.")));
             };

@@ -48,6 +48,10 @@ async fn request_bodies_are_checked_in_order(backend: Backend) {
     app.post(key, "/api/v1/bays", json!([1, 2])).await.invalid("body");
     app.post(key, "/api/v1/bays", json!({"shop_id": shop, "title": "T", "order": "first"})).await.invalid("order");
     app.post(key, "/api/v1/bays", json!({"shop_id": shop, "title": "T", "active": "yes"})).await.invalid("active");
+    // NUL characters cannot be stored as text (PostgreSQL refuses them): a 422, not a 500.
+    app.post(key, "/api/v1/bays", json!({"shop_id": shop, "title": "T\u{0}"})).await.invalid("title");
+    app.post(key, "/api/v1/shops", json!({"name": "ok", "extra": {"x": ["\u{0}"]}})).await.invalid("extra.x.0");
+    app.get(key, "/api/v1/customers?filter%5Blast_name%5D=a%00").await.invalid("filter[last_name]");
     // A charset parameter and unknown fields are fine.
     let r = send(format!("{{\"shop_id\": {shop}, \"title\": \"T\", \"colour\": \"red\"}}").into_bytes(), Some("application/json; charset=utf-8"))
         .await

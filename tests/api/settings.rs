@@ -179,6 +179,7 @@ async fn shop_info_embeds_lists_on_request(backend: Backend) {
     assert_eq!(r.body["data"][0]["bays"], json!([]));
 
     app.get(key, "/api/v1/settings/shop_info?with[]=bays&with[]=bays").await.invalid("with[]");
+    app.get(key, "/api/v1/settings/shop_info?with[]=").await.problem(400);
     let r = app.get(key, "/api/v1/settings/shop_info?with[]=owners").await;
     assert!(r.problem(400)["detail"].as_str().unwrap().contains("hours, bays, sources"));
     app.get(key, "/api/v1/settings/shop_info?filter[shop_id]=999999").await.problem(404);
