@@ -28,7 +28,7 @@ use autoshop::{
     db::{Arg, Db, DbConfig, Query, now_micros},
     extract::QueryParams,
     listing::{ListQuery, ListSpec},
-    scope::ShopFilter,
+    db::ShopFilter,
     shop_hours::store as hours,
     shops::{self, model::ShopFields},
     sources::model::APPOINTMENT_SOURCES,
@@ -509,7 +509,7 @@ async fn pgbench_script(
     if let Some(range) = range {
         filters.resolve_range(db, company_id, &shops, None, range).await?;
     }
-    let (page, count) = list_statements(company_id, &shops, &filters, &list);
+    let (page, count) = list_statements(company_id, &shops, &filters, &list.request);
     // The sample request's bounds: the first day's start and end in the first shop's zone.
     let (lo, hi) = filters
         .range

@@ -1,9 +1,6 @@
 //! Application state, router assembly and the middleware stack.
 
-use std::{
-    sync::{Arc, OnceLock},
-    time::{Duration, Instant},
-};
+use std::time::{Duration, Instant};
 
 use axum::{
     Json, Router,
@@ -13,7 +10,6 @@ use axum::{
     response::{IntoResponse, Response},
     routing::get,
 };
-use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 use tower_http::{
     catch_panic::CatchPanicLayer,
     compression::CompressionLayer,
@@ -29,37 +25,7 @@ use utoipa::{
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_swagger_ui::SwaggerUi;
 
-use crate::{
-    auth::{self, KeyCache, listen_for_revocations},
-    config::AppConfig,
-    db::Db,
-    error::Problem,
-    openapi,
-    rate_limit::{Limits, RateLimiter},
-};
-
-#[derive(Clone)]
-pub struct AppState {
-    pub db: Db,
-    pub config: Arc<AppConfig>,
-    pub metrics: PrometheusHandle,
-    pub keys: Arc<KeyCache>,
-    pub limiter: Arc<RateLimiter>,
-}
-
-/// The process-wide Prometheus recorder (metrics macros write to one global recorder).
-fn metrics_handle() -> PrometheusHandle {
-    static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
-    HANDLE
-        .get_or_init(|| {
-            PrometheusBuilder::new()
-                .set_buckets(&[0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0])
-                .expect("static buckets are valid")
-                .install_recorder()
-                .expect("the metrics recorder is installed once")
-        })
-        .clone()
-}
+use crate::{auth, config::AppConfig, db::Db, error::Problem, openapi, state::AppState};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -73,6 +39,7 @@ fn metrics_handle() -> PrometheusHandle {
         (name = "bays", description = "Bays (columns) in which appointments are scheduled"),
         (name = "shops", description = "Shop administration"),
         (name = "api_keys", description = "API keys of the caller's company"),
+        (name = "events", description = "The change feed: every change, in commit order"),
     )
 )]
 struct ApiDoc;
@@ -98,6 +65,7 @@ fn api_routes() -> OpenApiRouter<AppState> {
         .merge(crate::customers::router())
         .merge(crate::ship_tos::router())
         .merge(crate::receivables::router())
+        .merge(crate::events::router())
 }
 
 /// The OpenAPI document, as served at `/api/v1/openapi.json`.
@@ -107,10 +75,7 @@ pub fn openapi_document() -> utoipa::openapi::OpenApi {
 }
 
 pub fn build(db: Db, config: AppConfig) -> Router {
-    let limiter = RateLimiter::new(Limits { per_second: config.rate_limit, burst: config.rate_limit_burst });
-    let keys = Arc::new(KeyCache::default());
-    listen_for_revocations(&db, keys.clone());
-    let state = AppState { db, config: Arc::new(config), metrics: metrics_handle(), keys, limiter: Arc::new(limiter) };
+    let state = AppState::new(db, config);
     let (api, doc) = api_routes().split_for_parts();
     let api = api.route_layer(middleware::from_fn_with_state(state.clone(), auth::require_key));
     let doc = openapi::finish(doc);

@@ -77,6 +77,9 @@ pub struct ServeArgs {
     /// Requests a key may make at once before the per-second rate applies.
     #[arg(long, env = "AUTOSHOP_RATE_LIMIT_BURST", default_value_t = 200.0)]
     pub rate_limit_burst: f64,
+    /// Days events are kept in the change feed; a cursor older than that answers 410.
+    #[arg(long, env = "AUTOSHOP_EVENT_RETENTION_DAYS", default_value_t = 30, value_parser = clap::value_parser!(u32).range(1..))]
+    pub event_retention_days: u32,
     /// Write the port actually bound to this file once listening (useful with port 0).
     #[arg(long, env = "AUTOSHOP_PORT_FILE", hide = true)]
     pub port_file: Option<PathBuf>,
@@ -90,11 +93,19 @@ pub struct AppConfig {
     pub request_timeout_secs: u64,
     pub rate_limit: f64,
     pub rate_limit_burst: f64,
+    pub event_retention_days: u32,
 }
 
 impl Default for AppConfig {
     fn default() -> Self {
-        AppConfig { public_url: None, max_body_bytes: 1024 * 1024, request_timeout_secs: 30, rate_limit: 100.0, rate_limit_burst: 200.0 }
+        AppConfig {
+            public_url: None,
+            max_body_bytes: 1024 * 1024,
+            request_timeout_secs: 30,
+            rate_limit: 100.0,
+            rate_limit_burst: 200.0,
+            event_retention_days: 30,
+        }
     }
 }
 
@@ -106,6 +117,7 @@ impl From<&ServeArgs> for AppConfig {
             request_timeout_secs: args.request_timeout_secs,
             rate_limit: args.rate_limit,
             rate_limit_burst: args.rate_limit_burst,
+            event_retention_days: args.event_retention_days,
         }
     }
 }

@@ -1,16 +1,21 @@
 //! autoshop: a shop-management API server for automotive service locations.
 
+// Lets `#[derive(FromRow)]` name `::autoshop::db` inside this crate too.
+extern crate self as autoshop;
+
 pub mod api_keys;
 pub mod app;
 pub mod appointments;
 pub mod auth;
 pub mod bays;
 pub mod body;
+pub mod change;
 pub mod config;
 pub mod customers;
 pub mod db;
 pub mod demo;
 pub mod error;
+pub mod events;
 pub mod extract;
 pub mod listing;
 pub mod openapi;
@@ -23,5 +28,6 @@ pub mod ship_tos;
 pub mod shop_hours;
 pub mod shops;
 pub mod sources;
+pub mod state;
 pub mod time;
 pub mod validate;

@@ -1,15 +1,16 @@
-//! The list machinery every list endpoint shares: `page`, `pageSize`, `sort`, `filter[...]`
-//! allow-lists, and Laravel's paginator envelope with absolute links.
+//! The HTTP side of every list endpoint: `page`, `pageSize`, `sort`, `filter[...]` allow-lists,
+//! and Laravel's paginator envelope with absolute links. The store side (order, window, total)
+//! is [`crate::db::page`].
 
 use axum::{extract::FromRequestParts, http::request::Parts};
 use serde::Serialize;
 use utoipa::ToSchema;
 
 use crate::{
-    app::AppState,
-    db::{Db, DbError, Query, Row},
+    db::page::{PageRequest, Sort},
     error::ApiError,
     extract::QueryParams,
+    state::AppState,
 };
 
 pub const DEFAULT_PAGE_SIZE: i64 = 10;
@@ -17,8 +18,8 @@ pub const MAX_PAGE_SIZE: i64 = 100;
 
 /// What one list endpoint accepts.
 pub struct ListSpec {
-    /// `(field name on the wire, SQL expression to order by)`.
-    pub sorts: &'static [(&'static str, &'static str)],
+    /// The sortable fields (the feature's store names their columns).
+    pub sorts: &'static [Sort],
     /// Allowed `filter[...]` keys.
     pub filters: &'static [&'static str],
 }
@@ -28,8 +29,9 @@ pub struct ListSpec {
 pub struct ListQuery {
     pub page: i64,
     pub per_page: i64,
-    order: Vec<(&'static str, bool)>,
     filters: Vec<(&'static str, String)>,
+    /// What the store returns: order and window.
+    pub request: PageRequest,
 }
 
 impl ListQuery {
@@ -79,7 +81,8 @@ impl ListQuery {
             }
         }
         errors.into_result()?;
-        Ok(ListQuery { page, per_page, order, filters })
+        let request = PageRequest { order, limit: per_page, offset: (page - 1).saturating_mul(per_page) };
+        Ok(ListQuery { page, per_page, filters, request })
     }
 
     pub fn filter(&self, name: &str) -> Option<&str> {
@@ -87,17 +90,7 @@ impl ListQuery {
     }
 
     pub fn offset(&self) -> i64 {
-        (self.page - 1).saturating_mul(self.per_page)
-    }
-
-    /// Appends `ORDER BY <sorts>, <id> ASC LIMIT .. OFFSET ..`: the id tie-break keeps pages
-    /// from repeating or skipping rows.
-    pub fn push_order_and_page(&self, q: &mut Query, id_column: &str) {
-        q.push(" ORDER BY ");
-        for (column, descending) in &self.order {
-            q.push(column).push(if *descending { " DESC, " } else { " ASC, " });
-        }
-        q.push(id_column).push(" ASC LIMIT ").push_bind(self.per_page).push(" OFFSET ").push_bind(self.offset());
+        self.request.offset
     }
 
     pub fn into_page<T>(&self, url: &RequestUrl, data: Vec<T>, total: i64) -> Page<T> {
@@ -148,41 +141,6 @@ pub fn parse_filters(params: &QueryParams, allowed: &[&'static str]) -> Result<V
         filters.push((*known, value.clone()));
     }
     Ok(filters)
-}
-
-/// Runs a list query: `from_where` is the `FROM ... WHERE ...` part shared by the page and its
-/// total. The total is only counted when the page does not already tell it.
-pub async fn fetch_page<T: Row>(
-    db: &Db,
-    columns: &str,
-    from_where: &Query,
-    list: &ListQuery,
-    id_column: &str,
-) -> Result<(Vec<T>, i64), DbError> {
-    let (page, count) = page_statements(columns, from_where, list, id_column);
-    fetch_page_with(db, &page, &count, list).await
-}
-
-/// The two statements of a list: the page (`SELECT columns ... ORDER BY ... LIMIT ... OFFSET`)
-/// and its total (`SELECT COUNT(*) ...` over the same `FROM ... WHERE`).
-pub fn page_statements(columns: &str, from_where: &Query, list: &ListQuery, id_column: &str) -> (Query, Query) {
-    let mut rows = from_where.prefixed(&format!("SELECT {columns} "));
-    list.push_order_and_page(&mut rows, id_column);
-    (rows, from_where.prefixed("SELECT COUNT(*) "))
-}
-
-/// Runs a page statement and, when the page does not tell the total already, the statement
-/// that counts it (one row, one integer column).
-pub async fn fetch_page_with<T: Row>(db: &Db, page: &Query, count: &Query, list: &ListQuery) -> Result<(Vec<T>, i64), DbError> {
-    let rows: Vec<T> = db.fetch_all(page).await?;
-    // A short, non-empty page ends the list: its total follows without a COUNT.
-    let total = if !rows.is_empty() && (rows.len() as i64) < list.per_page {
-        list.offset() + rows.len() as i64
-    } else {
-        let (n,): (i64,) = db.fetch_optional(count).await?.unwrap_or((0,));
-        n
-    };
-    Ok((rows, total))
 }
 
 /// A non-paginated settings response: `{"data": [...]}`.
@@ -282,17 +240,13 @@ mod tests {
     fn defaults_are_page_one_of_ten_by_id() {
         let l = parse("").unwrap();
         assert_eq!((l.page, l.per_page, l.offset()), (1, 10, 0));
-        let mut q = Query::new("SELECT 1");
-        l.push_order_and_page(&mut q, "id");
-        assert_eq!(q.sql(), "SELECT 1 ORDER BY id ASC LIMIT $1 OFFSET $2");
+        assert_eq!(l.request, PageRequest { order: vec![], limit: 10, offset: 0 });
     }
 
     #[test]
-    fn sort_accepts_several_fields_and_always_ends_with_id() {
-        let l = parse("sort=-order,title").unwrap();
-        let mut q = Query::new("");
-        l.push_order_and_page(&mut q, "b.id");
-        assert_eq!(q.sql(), " ORDER BY sort_order DESC, title_key ASC, b.id ASC LIMIT $1 OFFSET $2");
+    fn sort_accepts_several_fields_once_each() {
+        let l = parse("sort=-order,title,order&page=3&pageSize=5").unwrap();
+        assert_eq!(l.request, PageRequest { order: vec![("sort_order", true), ("title_key", false)], limit: 5, offset: 10 });
     }
 
     #[test]

@@ -1,33 +1,13 @@
 //! Which shops a request may touch: the caller's company, narrowed by the key's shop list and
 //! by `filter[shop_id]`.
 
+use crate::db::ShopFilter;
 use crate::{
     auth::Caller,
-    db::{Db, Query},
+    db::Db,
     error::{ApiError, FieldErrors},
     shops::store as shops,
 };
-
-/// The shops a list query covers.
-#[derive(Debug, Clone, PartialEq)]
-pub enum ShopFilter {
-    /// Every shop of the caller's company.
-    All,
-    Only(Vec<i64>),
-}
-
-impl ShopFilter {
-    /// Appends ` AND <column> IN (...)` when the filter narrows anything.
-    pub fn push_sql(&self, q: &mut Query, column: &str) {
-        if let ShopFilter::Only(ids) = self {
-            if ids.is_empty() {
-                q.push(" AND 1 = 0");
-            } else {
-                q.push(" AND ").push(column).push(" IN ").push_in_list(ids);
-            }
-        }
-    }
-}
 
 /// Resolves `filter[shop_id]`: absent means every shop the key may see; a shop that does not
 /// exist in the company or is outside the key's list answers 404.

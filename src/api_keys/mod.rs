@@ -13,14 +13,15 @@ use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::{router::OpenApiRouter, routes};
 
 use crate::{
-    app::AppState,
     auth::{CompanyAdmin, Role, parse_shop_list},
+    db::ShopFilter,
     error::{ApiError, FieldErrors, Problem},
     extract::{JsonBody, path_id},
     listing::{ListQuery, ListSpec, Page, RequestUrl},
     respond::created,
-    scope::ShopFilter,
-    time, validate,
+    state::AppState,
+    time,
+    validate,
 };
 use store::KeyRecordRow;
 
@@ -28,7 +29,7 @@ pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(list_keys, create_key)).routes(routes!(get_key, revoke_key))
 }
 
-const LIST: ListSpec = ListSpec { sorts: &[("created_at", "created_at")], filters: &[] };
+const LIST: ListSpec = ListSpec { sorts: store::SORTS, filters: &[] };
 
 /// An API key's record. The key itself is only ever returned by the create call.
 #[derive(Debug, Serialize, ToSchema)]
@@ -98,7 +99,7 @@ struct KeyListParams {
     responses((status = 200, body = Page<ApiKeyRecord>), (status = 400, body = Problem), (status = 422, body = Problem)))]
 async fn list_keys(State(state): State<AppState>, CompanyAdmin(caller): CompanyAdmin, url: RequestUrl) -> Result<Json<Page<ApiKeyRecord>>, ApiError> {
     let list = ListQuery::parse(&url.params, &LIST)?;
-    let (rows, total) = store::list(&state.db, caller.company_id, &list).await?;
+    let (rows, total) = store::list(&state.db, caller.company_id, &list.request).await?;
     Ok(Json(list.into_page(&url, rows.into_iter().map(ApiKeyRecord::from).collect(), total)))
 }
 

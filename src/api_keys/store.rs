@@ -1,10 +1,12 @@
 use crate::{
     auth::{REVOCATION_CHANNEL, Role, generate_key},
-    db::{Db, DbError, Query, Tx, now_micros},
-    listing::{ListQuery, fetch_page},
+    db::{Db, DbError, Query, Tx, now_micros, page::{PageRequest, Sort, fetch_page}},
 };
 
-#[derive(Debug, sqlx::FromRow)]
+/// Sortable fields and their columns.
+pub const SORTS: &[Sort] = &[("created_at", "created_at")];
+
+#[derive(Debug, crate::db::FromRow)]
 pub struct KeyRecordRow {
     pub id: i64,
     pub name: String,
@@ -18,9 +20,9 @@ pub struct KeyRecordRow {
 
 const COLUMNS: &str = "id, name, role, shop_ids, key_prefix, created_at, last_used_at, revoked_at";
 
-pub async fn list(db: &Db, company_id: i64, list: &ListQuery) -> Result<(Vec<KeyRecordRow>, i64), DbError> {
+pub async fn list(db: &Db, company_id: i64, page: &PageRequest) -> Result<(Vec<KeyRecordRow>, i64), DbError> {
     let q = Query::new("FROM api_keys WHERE company_id = $1").bind(company_id);
-    fetch_page(db, COLUMNS, &q, list, "id").await
+    fetch_page(db, COLUMNS, &q, page, "id").await
 }
 
 pub async fn find(db: &Db, company_id: i64, id: i64) -> Result<Option<KeyRecordRow>, DbError> {
@@ -48,7 +50,7 @@ fn insert_query(company_id: i64, name: &str, role: Role, shops: Option<&[i64]>) 
 /// Creates a key; returns its record and the key itself (the only time it exists in clear).
 pub async fn insert(db: &Db, company_id: i64, name: &str, role: Role, shops: Option<&[i64]>) -> Result<(KeyRecordRow, String), DbError> {
     let (q, key) = insert_query(company_id, name, role, shops);
-    let row = db.write_fetch_optional(&q).await?.ok_or(DbError::Other(sqlx::Error::RowNotFound))?;
+    let row = db.write_fetch_optional(&q).await?.ok_or(DbError::NoRow)?;
     Ok((row, key))
 }
 
@@ -58,8 +60,8 @@ pub async fn insert_in(tx: &mut Tx, company_id: i64, name: &str, role: Role) -> 
     Ok(key)
 }
 
-/// Revokes a key of the company. `false` when no such key exists. On PostgreSQL the revocation
-/// and its notice to every replica's key cache commit together.
+/// Revokes a key of the company. `false` when no such key exists. The revocation and its notice
+/// to every replica's key cache commit together.
 pub async fn revoke(db: &Db, company_id: i64, id: i64) -> Result<bool, DbError> {
     let mut tx = db.begin().await?;
     let q = Query::new("UPDATE api_keys SET revoked_at = COALESCE(revoked_at, $3) WHERE company_id = $1 AND id = $2")
@@ -67,9 +69,8 @@ pub async fn revoke(db: &Db, company_id: i64, id: i64) -> Result<bool, DbError> 
         .bind(id)
         .bind(now_micros());
     let found = tx.execute(&q).await? > 0;
-    if found && matches!(db, Db::Postgres(_)) {
-        let notify = Query::new("SELECT pg_notify($1, $2)").bind(REVOCATION_CHANNEL).bind(id.to_string());
-        tx.execute(&notify).await?;
+    if found {
+        tx.notify(REVOCATION_CHANNEL, id.to_string()).await?;
     }
     tx.commit().await?;
     Ok(found)
@@ -81,7 +82,7 @@ pub async fn create_company(db: &Db, name: &str) -> Result<(i64, String), DbErro
     let (id,): (i64,) = tx
         .fetch_optional(&Query::new("INSERT INTO companies (name, created_at) VALUES ($1, $2) RETURNING id").bind(name).bind(now_micros()))
         .await?
-        .ok_or(DbError::Other(sqlx::Error::RowNotFound))?;
+        .ok_or(DbError::NoRow)?;
     let key = insert_in(&mut tx, id, "bootstrap admin", Role::Admin).await?;
     tx.commit().await?;
     Ok((id, key))

@@ -6,10 +6,7 @@ use super::store::{AppointmentFields, insert_query};
 use crate::{
     bays::store as bays,
     customers::store::{self as customers, CustomerFilter},
-    db::Db,
-    extract::QueryParams,
-    listing::{ListQuery, ListSpec},
-    scope::ShopFilter,
+    db::{Db, ShopFilter, page::PageRequest},
     shops::store as shops,
     sources::model::APPOINTMENT_SOURCES,
     time::local_to_utc,
@@ -45,8 +42,7 @@ pub async fn load_demo(db: &Db, company_id: i64) -> anyhow::Result<()> {
         return Ok(());
     }
     let bays = bays::for_shops(db, company_id, &ShopFilter::All).await?;
-    let page = ListQuery::parse(&QueryParams::parse("pageSize=100"), &ListSpec { sorts: &[], filters: &[] })
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let page = PageRequest { limit: 100, ..Default::default() };
     let (people, _) = customers::list(db, company_id, &ShopFilter::All, &CustomerFilter::default(), &page).await?;
     let now = Utc::now();
     let mut rng = Lcg(0x5eed_0000 + company_id as u64);

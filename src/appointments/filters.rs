@@ -7,11 +7,10 @@ use chrono_tz::Tz;
 
 use super::timing::{Bound, MAX_DURATION_MICROS, parse_date, parse_time_filter, utc_day};
 use crate::{
-    db::{Db, DbError},
+    db::{Db, DbError, ShopFilter},
     error::{ApiError, FieldErrors},
     extract::QueryParams,
     listing::ListQuery,
-    scope::ShopFilter,
     shops::store as shops,
 };
 

@@ -20,14 +20,15 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 pub use demo::load_demo;
 
 use crate::{
-    app::AppState,
     auth::{Caller, Writer},
     customers::{model::Customer, store as customers},
+    db::ShopFilter,
     error::{ApiError, Problem},
     extract::{JsonBody, path_id},
     listing::{ListQuery, ListSpec, Page, RequestUrl},
     respond::created,
-    scope::{self, ShopFilter},
+    scope,
+    state::AppState,
 };
 use filters::{FILTERS, ListFilters};
 use model::{Appointment, AppointmentInput, AppointmentListParams, NewAppointment};
@@ -39,14 +40,7 @@ pub fn router() -> OpenApiRouter<AppState> {
 }
 
 const LIST: ListSpec = ListSpec {
-    sorts: &[
-        ("first_name", "first_name_key"),
-        ("last_name", "last_name_key"),
-        ("timestamp", "created_at"),
-        ("reason", "reason_key"),
-        ("year", "year"),
-        ("date", "start_at"),
-    ],
+    sorts: store::SORTS,
     filters: &FILTERS,
 };
 
@@ -64,7 +58,7 @@ async fn list_appointments(State(state): State<AppState>, caller: Caller, url: R
     if let Some(range) = range {
         filters.resolve_range(&state.db, caller.company_id, &shops, shop, range).await?;
     }
-    let (rows, total) = store::list(&state.db, caller.company_id, &shops, &filters, &list).await?;
+    let (rows, total) = store::list(&state.db, caller.company_id, &shops, &filters, &list.request).await?;
     let mut data: Vec<Appointment> = rows.into_iter().map(Appointment::from).collect();
     if with_details {
         attach_customers(&state, &caller, &mut data).await?;

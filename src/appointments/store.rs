@@ -4,12 +4,23 @@ use chrono_tz::Tz;
 
 use super::{filters::ListFilters, timing::local_parts};
 use crate::{
-    db::{Db, DbError, Query, Tx, now_micros},
-    listing::{ListQuery, fetch_page_with, page_statements},
-    scope::ShopFilter,
+    db::{
+        Db, DbError, Query, ShopFilter, Tx, now_micros,
+        page::{PageRequest, Sort, fetch_page_with, page_statements},
+    },
 };
 
-#[derive(Debug, Clone, sqlx::FromRow)]
+/// Sortable fields and their columns (`date` is the scheduled start).
+pub const SORTS: &[Sort] = &[
+    ("first_name", "first_name_key"),
+    ("last_name", "last_name_key"),
+    ("timestamp", "created_at"),
+    ("reason", "reason_key"),
+    ("year", "year"),
+    ("date", "start_at"),
+];
+
+#[derive(Debug, Clone, crate::db::FromRow)]
 pub struct AppointmentRow {
     pub id: i64,
     pub shop_id: i64,
@@ -28,8 +39,6 @@ pub struct AppointmentRow {
     pub work_phone: String,
     pub cell_phone: String,
     pub bay_id: Option<i64>,
-    /// The bay's current title.
-    pub column_title: Option<String>,
     pub hours: f64,
     pub done: bool,
     pub source: String,
@@ -41,6 +50,8 @@ pub struct AppointmentRow {
     pub created_at: i64,
     pub updated_at: i64,
     pub deleted_at: Option<i64>,
+    /// The bay's current title.
+    pub column_title: Option<String>,
 }
 
 const FIELDS: &str = "id, shop_id, customer_id, vehicle_id, repair_order_id, employee_id, first_name, last_name, email, \
@@ -143,7 +154,7 @@ pub fn insert_many_query(company_id: i64, rows: &[(AppointmentFields, i64)]) -> 
 }
 
 pub async fn insert(db: &Db, company_id: i64, f: &AppointmentFields) -> Result<AppointmentRow, DbError> {
-    db.write_fetch_optional(&insert_query(company_id, f, now_micros())).await?.ok_or(DbError::Other(sqlx::Error::RowNotFound))
+    db.write_fetch_optional(&insert_query(company_id, f, now_micros())).await?.ok_or(DbError::NoRow)
 }
 
 pub async fn update(db: &Db, company_id: i64, id: i64, f: &AppointmentFields) -> Result<Option<AppointmentRow>, DbError> {
@@ -233,29 +244,29 @@ pub async fn list(
     company_id: i64,
     shops: &ShopFilter,
     f: &ListFilters,
-    list: &ListQuery,
+    page: &PageRequest,
 ) -> Result<(Vec<AppointmentRow>, i64), DbError> {
-    let (page, count) = list_statements(company_id, shops, f, list);
-    fetch_page_with(db, &page, &count, list).await
+    let (rows, count) = list_statements(company_id, shops, f, page);
+    fetch_page_with(db, &rows, &count, page).await
 }
 
 /// The page and count statements of a list, as [`list`] runs them (the benchmark gives the same
 /// statements to pgbench).
-pub fn list_statements(company_id: i64, shops: &ShopFilter, f: &ListFilters, list: &ListQuery) -> (Query, Query) {
+pub fn list_statements(company_id: i64, shops: &ShopFilter, f: &ListFilters, page: &PageRequest) -> (Query, Query) {
     // A date or range filter is served by its own index, then the matches are sorted. Ordering
     // by the bare primary key instead tempts PostgreSQL to walk the primary key and filter,
     // which at a million rows costs hundreds of milliseconds when the matches are recent.
     let tie_break = if f.range.is_some() || f.local_date.is_some() || f.updated.is_some() { "id + 0" } else { "id" };
-    let (page, count) = page_statements(&select_columns(), &list_query(company_id, shops, f), list, tie_break);
+    let (rows, count) = page_statements(&select_columns(), &list_query(company_id, shops, f), page, tie_break);
     if !f.is_unfiltered() {
-        return (page, count);
+        return (rows, count);
     }
     // Nothing but the shops narrows the list: its total is the sum of the shops' counters
     // (migration 0004, kept by triggers), not a COUNT(*) over every appointment of the company,
     // which took tens of milliseconds per page at a million rows.
     let mut total = Query::new("SELECT CAST(COALESCE(SUM(n), 0) AS BIGINT) FROM appointment_counts WHERE company_id = $1").bind(company_id);
     shops.push_sql(&mut total, "shop_id");
-    (page, total)
+    (rows, total)
 }
 
 /// Every appointment of the given customers (one query for a page of customers), by customer,
@@ -270,7 +281,7 @@ pub async fn for_customers(db: &Db, company_id: i64, customer_ids: &[i64]) -> Re
     db.fetch_all(&q).await
 }
 
-#[derive(sqlx::FromRow)]
+#[derive(crate::db::FromRow)]
 struct StartRow {
     id: i64,
     start_at: i64,

@@ -1,11 +1,10 @@
 //! A replica's cache of recently checked keys, so most requests skip the key lookup.
 //!
 //! A revoked key must be refused at once on every replica, so the cache is only consulted while
-//! this replica is sure to hear of revocations: on PostgreSQL, while a `LISTEN` connection for
-//! revocation notices is up (the revoking replica sends a `NOTIFY` in the same statement batch as
-//! the revocation). If that connection drops, the cache empties and stays off until it is back.
-//! SQLite deployments are a single process, where the lookup is an in-process index probe: no
-//! cache there.
+//! this replica is sure to hear of revocations: while its listener for revocation notices is up
+//! (the revoking transaction sends the notice as it commits: `NOTIFY` on PostgreSQL, an
+//! in-process broadcast on SQLite, whose writers all live in this process). If the listener
+//! drops or falls behind, the cache empties and stays off until it is back.
 
 use std::{
     collections::HashMap,
@@ -16,10 +15,9 @@ use std::{
     time::{Duration, Instant},
 };
 
-use sqlx::postgres::PgListener;
 
 use super::Caller;
-use crate::db::Db;
+use crate::db::{Db, notify::Listener};
 
 /// The PostgreSQL channel on which revocations are announced (payload: the key id).
 pub const REVOCATION_CHANNEL: &str = "autoshop_key_revoked";
@@ -81,27 +79,23 @@ impl KeyCache {
     }
 }
 
-/// On PostgreSQL, keeps `cache` in step with revocations made by any replica, for as long as the
-/// runtime runs. Does nothing on SQLite (the cache stays off).
+/// Keeps `cache` in step with revocations made by any replica, for as long as the runtime runs.
 pub fn listen_for_revocations(db: &Db, cache: Arc<KeyCache>) {
-    let Db::Postgres(pool) = db else { return };
-    let pool = pool.clone();
+    let db = db.clone();
     tokio::spawn(async move {
         loop {
-            if let Ok(mut listener) = PgListener::connect_with(&pool).await {
-                if listener.listen(REVOCATION_CHANNEL).await.is_ok() {
-                    cache.set_live(true);
-                    // `None` or an error: the connection was lost, and notices with it.
-                    while let Ok(Some(notice)) = listener.try_recv().await {
-                        match notice.payload().parse() {
-                            Ok(key_id) => cache.forget(key_id),
-                            Err(_) => cache.set_live(true),
-                        }
+            if let Ok(mut listener) = Listener::connect(&db, &[REVOCATION_CHANNEL]).await {
+                cache.set_live(true);
+                // An error: the connection was lost or fell behind, and notices with it.
+                while let Ok(notice) = listener.recv().await {
+                    match notice.payload.parse() {
+                        Ok(key_id) => cache.forget(key_id),
+                        Err(_) => cache.set_live(true),
                     }
                 }
             }
             cache.set_live(false);
-            if pool.is_closed() {
+            if matches!(&db, Db::Postgres(pool) if pool.is_closed()) {
                 return;
             }
             tokio::time::sleep(Duration::from_secs(1)).await;

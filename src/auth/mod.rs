@@ -1,6 +1,7 @@
 //! Bearer API keys: generation, hashing, and the `Caller` every resource handler receives.
 
 mod cache;
+mod store;
 
 pub use cache::{KeyCache, REVOCATION_CHANNEL, listen_for_revocations};
 
@@ -17,9 +18,9 @@ use sha2::{Digest, Sha256};
 use utoipa::ToSchema;
 
 use crate::{
-    app::AppState,
-    db::{Db, Query, now_micros},
+    db::{Db, now_micros},
     error::ApiError,
+    state::AppState,
 };
 
 /// What a key may do. Ordered: each role includes the ones before it.
@@ -113,16 +114,6 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
-#[derive(sqlx::FromRow)]
-struct KeyRow {
-    id: i64,
-    company_id: i64,
-    role: String,
-    shop_ids: Option<String>,
-    key_hash: String,
-    last_used_at: Option<i64>,
-}
-
 pub fn parse_shop_list(stored: Option<&str>) -> Option<Vec<i64>> {
     stored.map(|s| s.split(',').filter_map(|id| id.trim().parse().ok()).collect())
 }
@@ -144,26 +135,17 @@ pub fn bearer_key(header: Option<&str>) -> Result<&str, ApiError> {
 
 /// Looks up an unrevoked key by the hash of its text.
 pub async fn authenticate(db: &Db, hash: &str) -> Result<Caller, ApiError> {
-    let row: Option<KeyRow> = db
-        .fetch_optional(
-            &Query::new(
-                "SELECT id, company_id, role, shop_ids, key_hash, last_used_at FROM api_keys \
-                 WHERE key_hash = $1 AND revoked_at IS NULL",
-            )
-            .bind(hash),
-        )
-        .await?;
-    let row = row
+    let row = store::find_unrevoked(db, hash)
+        .await?
         .filter(|r| constant_time_eq(r.key_hash.as_bytes(), hash.as_bytes()))
         .ok_or_else(|| ApiError::Unauthorized("The API key is not valid or has been revoked.".into()))?;
     let now = now_micros();
     if row.last_used_at.is_none_or(|t| now - t > LAST_USED_RESOLUTION_MICROS) {
         let db = db.clone();
-        let id = row.id;
+        let (id, company_id) = (row.id, row.company_id);
         // Bookkeeping must not slow down or fail the request itself.
         tokio::spawn(async move {
-            let q = Query::new("UPDATE api_keys SET last_used_at = $1 WHERE id = $2").bind(now).bind(id);
-            if let Err(e) = db.execute(&q).await {
+            if let Err(e) = store::record_use(&db, company_id, id, now).await {
                 tracing::debug!(error = %e, "could not record key use");
             }
         });

@@ -11,7 +11,7 @@ use axum::{
 use utoipa_axum::{router::OpenApiRouter, routes};
 
 use crate::{
-    app::AppState,
+    state::AppState,
     auth::{Admin, Caller},
     error::{ApiError, FieldErrors, Problem},
     extract::{JsonBody, parse_bool, path_id},
@@ -26,7 +26,7 @@ pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(list_bays, create_bay)).routes(routes!(get_bay, update_bay))
 }
 
-const LIST: ListSpec = ListSpec { sorts: &[("title", "title_key"), ("order", "sort_order")], filters: &["shop_id", "active"] };
+const LIST: ListSpec = ListSpec { sorts: store::SORTS, filters: &["shop_id", "active"] };
 
 /// List bays.
 #[utoipa::path(get, path = "/api/v1/bays", tag = "bays", params(BayListParams),
@@ -41,7 +41,7 @@ async fn list_bays(State(state): State<AppState>, caller: Caller, url: RequestUr
             ApiError::invalid("filter[active]", "The filter[active] parameter must be true, false, 1, 0, null or all.")
         })?),
     };
-    let (rows, total) = store::list(&state.db, caller.company_id, &shops, active, &list).await?;
+    let (rows, total) = store::list(&state.db, caller.company_id, &shops, active, &list.request).await?;
     Ok(Json(list.into_page(&url, rows.into_iter().map(Bay::from).collect(), total)))
 }
 

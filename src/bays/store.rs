@@ -1,10 +1,11 @@
 use crate::{
-    db::{Db, DbError, Query, now_micros},
-    listing::{ListQuery, fetch_page},
-    scope::ShopFilter,
+    db::{Db, DbError, Query, ShopFilter, now_micros, page::{PageRequest, Sort, fetch_page}},
 };
 
-#[derive(Debug, sqlx::FromRow)]
+/// Sortable fields and their columns.
+pub const SORTS: &[Sort] = &[("title", "title_key"), ("order", "sort_order")];
+
+#[derive(Debug, crate::db::FromRow)]
 pub struct BayRow {
     pub id: i64,
     pub shop_id: i64,
@@ -20,14 +21,14 @@ pub async fn list(
     company_id: i64,
     shops: &ShopFilter,
     active: Option<bool>,
-    list: &ListQuery,
+    page: &PageRequest,
 ) -> Result<(Vec<BayRow>, i64), DbError> {
     let mut q = Query::new("FROM bays WHERE company_id = $1").bind(company_id);
     shops.push_sql(&mut q, "shop_id");
     if let Some(active) = active {
         q.push(" AND active = ").push_bind(active);
     }
-    fetch_page(db, COLUMNS, &q, list, "id").await
+    fetch_page(db, COLUMNS, &q, page, "id").await
 }
 
 /// Every bay of the given shops, for `with[]=bays` on shop info.
@@ -66,7 +67,7 @@ pub async fn insert(db: &Db, company_id: i64, f: &BayFields) -> Result<BayRow, D
     .bind(f.order)
     .bind(f.active)
     .bind(now);
-    db.write_fetch_optional(&q).await?.ok_or(DbError::Other(sqlx::Error::RowNotFound))
+    db.write_fetch_optional(&q).await?.ok_or(DbError::NoRow)
 }
 
 pub async fn update(db: &Db, company_id: i64, id: i64, f: &BayFields) -> Result<Option<BayRow>, DbError> {

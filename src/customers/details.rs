@@ -8,13 +8,12 @@ use serde_json::Value;
 use super::model::{Customer, CustomerVehicle};
 use crate::{
     auth::Caller,
-    db::{Db, DbError},
+    db::{Db, DbError, ShopFilter},
     error::ApiError,
     receivables::{
         model::{AccountPayment, Receivable},
         store as receivables,
     },
-    scope::ShopFilter,
     ship_tos::{model::ShipTo, store as ship_tos},
 };
 

@@ -15,7 +15,7 @@ use chrono::NaiveDate;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
 use crate::{
-    app::AppState,
+    state::AppState,
     auth::{Caller, Writer},
     error::{ApiError, FieldErrors, Problem},
     extract::{JsonBody, path_id},
@@ -33,12 +33,7 @@ pub fn router() -> OpenApiRouter<AppState> {
 }
 
 const LIST: ListSpec = ListSpec {
-    sorts: &[
-        ("first_name", "first_name_key"),
-        ("last_name", "last_name_key"),
-        ("business_name", "business_name_key"),
-        ("address", "address_key"),
-    ],
+    sorts: store::SORTS,
     filters: &["first_name", "last_name", "address", "phone", "customer_number", "updated_date", "shop_id"],
 };
 
@@ -50,7 +45,7 @@ async fn list_customers(State(state): State<AppState>, caller: Caller, url: Requ
     let filter = parse_filter(&url, &list)?;
     let with_details = url.params.bool("with_details")?.unwrap_or(false);
     let shops = scope::shop_filter(&state.db, &caller, list.filter("shop_id")).await?;
-    let (rows, total) = store::list(&state.db, caller.company_id, &shops, &filter, &list).await?;
+    let (rows, total) = store::list(&state.db, caller.company_id, &shops, &filter, &list.request).await?;
     let mut data: Vec<Customer> = rows.into_iter().map(Customer::from).collect();
     if with_details {
         details::attach(&state.db, &caller, &mut data).await?;

@@ -2,12 +2,21 @@
 //! (`*_key`, `phone_digits`) that inserts and updates keep in step with the values.
 
 use crate::{
-    db::{Db, DbError, Query, now_micros},
-    listing::{ListQuery, fetch_page_with, page_statements},
-    scope::ShopFilter,
+    db::{
+        Db, DbError, Query, ShopFilter, now_micros,
+        page::{PageRequest, Sort, fetch_page_with, page_statements},
+    },
 };
 
-#[derive(Debug, Clone, sqlx::FromRow)]
+/// Sortable fields and their (lower-cased) columns.
+pub const SORTS: &[Sort] = &[
+    ("first_name", "first_name_key"),
+    ("last_name", "last_name_key"),
+    ("business_name", "business_name_key"),
+    ("address", "address_key"),
+];
+
+#[derive(Debug, Clone, crate::db::FromRow)]
 pub struct CustomerRow {
     pub id: i64,
     pub shop_id: i64,
@@ -147,7 +156,7 @@ pub async fn list(
     company_id: i64,
     shops: &ShopFilter,
     filter: &CustomerFilter,
-    list: &ListQuery,
+    page: &PageRequest,
 ) -> Result<(Vec<CustomerRow>, i64), DbError> {
     let mut q = Query::new("FROM customers WHERE company_id = $1").bind(company_id);
     shops.push_sql(&mut q, "shop_id");
@@ -163,7 +172,7 @@ pub async fn list(
         if let Some(value) = value {
             // On SQLite a value of three characters or more is first looked up in the trigram
             // index (migration 0005); the LIKE then decides, with the exact rules everywhere.
-            if matches!(db, Db::Sqlite { .. }) && value.chars().count() >= 3 {
+            if db.is_sqlite() && value.chars().count() >= 3 {
                 q.push(" AND id IN (SELECT rowid FROM customers_search WHERE customers_search MATCH ")
                     .push_bind(trigram_phrase(column, value))
                     .push(")");
@@ -178,15 +187,15 @@ pub async fn list(
     if let Some((from, to)) = filter.updated {
         q.push(" AND updated_at >= ").push_bind(from).push(" AND updated_at < ").push_bind(to);
     }
-    let (page, count) = page_statements(COLUMNS, &q, list, "id");
+    let (rows, count) = page_statements(COLUMNS, &q, page, "id");
     if !filter.is_unfiltered() {
-        return fetch_page_with(db, &page, &count, list).await;
+        return fetch_page_with(db, &rows, &count, page).await;
     }
     // Nothing but the shops narrows the list: its total is the sum of the shops' counters
     // (migration 0006, kept by triggers) instead of a COUNT(*) over every customer.
     let mut total = Query::new("SELECT CAST(COALESCE(SUM(n), 0) AS BIGINT) FROM customer_counts WHERE company_id = $1").bind(company_id);
     shops.push_sql(&mut total, "shop_id");
-    fetch_page_with(db, &page, &total, list).await
+    fetch_page_with(db, &rows, &total, page).await
 }
 
 /// One customer of the company (whatever its shop: callers check the key's shop list).
@@ -275,12 +284,12 @@ pub fn insert_many_query(company_id: i64, rows: &[CustomerFields], now: i64) -> 
 /// `Err(DbError::Unique)` when the company already has a customer with that `customer_number`.
 pub async fn insert(db: &Db, company_id: i64, f: &CustomerFields) -> Result<CustomerRow, DbError> {
     let q = insert_query(company_id, f, now_micros());
-    db.write_fetch_optional(&q).await?.ok_or(DbError::Other(sqlx::Error::RowNotFound))
+    db.write_fetch_optional(&q).await?.ok_or(DbError::NoRow)
 }
 
 /// Inserts inside a transaction (the demo data loader).
 pub async fn insert_tx(tx: &mut crate::db::Tx, company_id: i64, f: &CustomerFields, now: i64) -> Result<CustomerRow, DbError> {
-    tx.fetch_optional(&insert_query(company_id, f, now)).await?.ok_or(DbError::Other(sqlx::Error::RowNotFound))
+    tx.fetch_optional(&insert_query(company_id, f, now)).await?.ok_or(DbError::NoRow)
 }
 
 /// `Err(DbError::Unique)` on a duplicate `customer_number`; `None` when no such customer.

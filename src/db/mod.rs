@@ -1,31 +1,47 @@
-//! Storage: connection pools for SQLite or PostgreSQL behind one small API.
+//! Storage: SQLite (rusqlite) or PostgreSQL (sqlx) behind one small API.
 //!
 //! Feature stores write SQL once (see [`Query`]) and decode rows into types deriving
-//! `sqlx::FromRow`, which decode from either backend. Instants are stored as integer microseconds
-//! since the epoch and money as integer cents, so both backends compare and sort them the same way.
+//! [`FromRow`], which decode from either backend. Instants are stored as integer microseconds
+//! since the epoch and money as integer cents, so both backends compare and sort them the same
+//! way. Features never learn which driver runs under them.
 
-mod pools;
+pub mod notify;
+pub mod page;
+mod postgres;
 mod query;
+mod row;
+mod scope;
+pub mod sqlite;
 
-pub use pools::{Db, DbConfig, Tx};
-pub use query::{Arg, Query, like_contains};
+use std::sync::Arc;
 
-use sqlx::{postgres::PgRow, sqlite::SqliteRow};
+pub use autoshop_macros::FromRow;
+pub use query::{Arg, Query, like_contains, like_prefix};
+pub use row::{Decode, FromRow, RowReader};
+pub use scope::ShopFilter;
+use sqlx::PgPool;
+use sqlite::{SqliteDb, SqliteTx};
 
-/// A row type that decodes from both backends.
-pub trait Row: for<'r> sqlx::FromRow<'r, SqliteRow> + for<'r> sqlx::FromRow<'r, PgRow> + Send + Unpin {}
-impl<T> Row for T where T: for<'r> sqlx::FromRow<'r, SqliteRow> + for<'r> sqlx::FromRow<'r, PgRow> + Send + Unpin {}
+#[derive(Debug, Clone)]
+pub struct DbConfig {
+    pub url: String,
+    /// PostgreSQL pool size, or the number of SQLite read connections.
+    pub max_connections: u32,
+}
 
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum DbError {
     /// A unique constraint rejected the write; the store maps it to the field it guards.
     #[error("unique constraint violated")]
     Unique,
-    /// The database could not be reached (down, pool exhausted, connection lost).
+    /// A statement that must return a row returned none.
+    #[error("the statement returned no row")]
+    NoRow,
+    /// The database could not be reached (down, pool exhausted, connection lost, busy).
     #[error("database unavailable: {0}")]
-    Unavailable(sqlx::Error),
+    Unavailable(String),
     #[error("database error: {0}")]
-    Other(sqlx::Error),
+    Other(String),
 }
 
 impl From<sqlx::Error> for DbError {
@@ -36,18 +52,37 @@ impl From<sqlx::Error> for DbError {
             | sqlx::Error::PoolTimedOut
             | sqlx::Error::PoolClosed
             | sqlx::Error::WorkerCrashed
-            | sqlx::Error::Tls(_) => DbError::Unavailable(e),
+            | sqlx::Error::Tls(_) => DbError::Unavailable(e.to_string()),
             // PostgreSQL shutting down / starting up / too many connections.
-            sqlx::Error::Database(d)
-                if d.code().is_some_and(|c| c.starts_with("57P") || c == "53300" || c.starts_with("08")) =>
-            {
-                DbError::Unavailable(e)
+            sqlx::Error::Database(d) if d.code().is_some_and(|c| c.starts_with("57P") || c == "53300" || c.starts_with("08")) => {
+                DbError::Unavailable(e.to_string())
             }
-            // SQLite busy beyond the busy timeout.
-            sqlx::Error::Database(d) if d.code().is_some_and(|c| c == "5" || c == "517") => {
-                DbError::Unavailable(e)
-            }
-            _ => DbError::Other(e),
+            _ => DbError::Other(e.to_string()),
+        }
+    }
+}
+
+impl From<rusqlite::Error> for DbError {
+    fn from(e: rusqlite::Error) -> Self {
+        use rusqlite::ffi::ErrorCode;
+        match &e {
+            rusqlite::Error::SqliteFailure(f, _) => match f.code {
+                ErrorCode::ConstraintViolation
+                    if f.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_UNIQUE
+                        || f.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_PRIMARYKEY =>
+                {
+                    DbError::Unique
+                }
+                // Busy beyond the busy timeout, the disk full or failing, the file gone.
+                ErrorCode::DatabaseBusy
+                | ErrorCode::DatabaseLocked
+                | ErrorCode::SystemIoFailure
+                | ErrorCode::DiskFull
+                | ErrorCode::CannotOpen
+                | ErrorCode::ReadOnly => DbError::Unavailable(e.to_string()),
+                _ => DbError::Other(e.to_string()),
+            },
+            _ => DbError::Other(e.to_string()),
         }
     }
 }
@@ -55,4 +90,180 @@ impl From<sqlx::Error> for DbError {
 /// Microseconds since the Unix epoch: how every instant is stored.
 pub fn now_micros() -> i64 {
     chrono::Utc::now().timestamp_micros()
+}
+
+/// The application's database handle: cheap to clone, shared by every request.
+#[derive(Clone, Debug)]
+pub enum Db {
+    /// SQLite allows one writer at a time, so writes go through a single connection (on its own
+    /// thread, in group commits) and reads through a pool of read-only ones; WAL lets them run
+    /// side by side.
+    Sqlite(Arc<SqliteDb>),
+    Postgres(PgPool),
+}
+
+impl Db {
+    pub async fn connect(config: &DbConfig) -> anyhow::Result<Db> {
+        let url = config.url.as_str();
+        if url.starts_with("sqlite:") {
+            Ok(Db::Sqlite(Arc::new(SqliteDb::open(url, config.max_connections)?)))
+        } else if url.starts_with("postgres:") || url.starts_with("postgresql:") {
+            Ok(Db::Postgres(postgres::connect(url, config.max_connections)?))
+        } else {
+            anyhow::bail!("unsupported database URL {url:?}: use sqlite://FILE or postgres://...")
+        }
+    }
+
+    /// Brings the schema up to date. Safe to run from several processes at once: PostgreSQL's
+    /// migrator holds an advisory lock, and SQLite serialises writers.
+    pub async fn migrate(&self) -> anyhow::Result<()> {
+        match self {
+            Db::Sqlite(db) => db.migrate().await,
+            Db::Postgres(pool) => postgres::migrate(pool).await,
+        }
+    }
+
+    pub fn backend(&self) -> &'static str {
+        match self {
+            Db::Sqlite(_) => "sqlite",
+            Db::Postgres(_) => "postgres",
+        }
+    }
+
+    pub fn is_sqlite(&self) -> bool {
+        matches!(self, Db::Sqlite(_))
+    }
+
+    pub async fn fetch_all<T: FromRow>(&self, q: &Query) -> Result<Vec<T>, DbError> {
+        match self {
+            Db::Sqlite(db) => {
+                let q = q.clone();
+                db.read(move |conn| sqlite::fetch_all(conn, &q)).await
+            }
+            Db::Postgres(pool) => postgres::fetch_all(pool, q).await,
+        }
+    }
+
+    pub async fn fetch_optional<T: FromRow>(&self, q: &Query) -> Result<Option<T>, DbError> {
+        match self {
+            Db::Sqlite(db) => {
+                let q = q.clone();
+                db.read(move |conn| sqlite::fetch_optional(conn, &q)).await
+            }
+            Db::Postgres(pool) => postgres::fetch_optional(pool, q).await,
+        }
+    }
+
+    /// A single write statement (committed on its own; on SQLite in the next group commit).
+    pub async fn execute(&self, q: &Query) -> Result<u64, DbError> {
+        match self {
+            Db::Sqlite(db) => {
+                let q = q.clone();
+                db.write(move |conn| sqlite::execute(conn, &q)).await
+            }
+            Db::Postgres(pool) => postgres::execute(pool, q).await,
+        }
+    }
+
+    /// A single write statement that returns a row (`INSERT ... RETURNING`).
+    pub async fn write_fetch_optional<T: FromRow>(&self, q: &Query) -> Result<Option<T>, DbError> {
+        match self {
+            Db::Sqlite(db) => {
+                let q = q.clone();
+                db.write(move |conn| sqlite::fetch_optional(conn, &q)).await
+            }
+            Db::Postgres(pool) => postgres::fetch_optional(pool, q).await,
+        }
+    }
+
+    /// Starts a write transaction. On SQLite it is a savepoint in the writer's next group
+    /// commit, holding the writer from its first statement to its commit: keep it short and do
+    /// no other I/O while it is open.
+    pub async fn begin(&self) -> Result<Tx, DbError> {
+        Ok(match self {
+            Db::Sqlite(db) => Tx::Sqlite(db.begin().await?),
+            Db::Postgres(pool) => Tx::Postgres(pool.begin().await?),
+        })
+    }
+
+    pub async fn ping(&self) -> Result<(), DbError> {
+        let q = Query::new("SELECT CAST(1 AS BIGINT)");
+        self.fetch_optional::<(i64,)>(&q).await.map(drop)
+    }
+
+    /// `(pool name, open connections, idle connections)` for the metrics endpoint.
+    pub fn pool_stats(&self) -> Vec<(&'static str, u32, usize)> {
+        match self {
+            Db::Sqlite(db) => {
+                let (size, idle) = db.reader_stats();
+                vec![("sqlite_reader", size, idle)]
+            }
+            Db::Postgres(pool) => vec![("postgres", pool.size(), pool.num_idle())],
+        }
+    }
+
+    pub async fn close(&self) {
+        match self {
+            Db::Sqlite(db) => db.close().await,
+            Db::Postgres(pool) => pool.close().await,
+        }
+    }
+}
+
+/// A write transaction on either backend. Dropped without `commit`, it rolls back.
+pub enum Tx {
+    Sqlite(SqliteTx),
+    Postgres(sqlx::Transaction<'static, sqlx::Postgres>),
+}
+
+impl Tx {
+    pub async fn fetch_all<T: FromRow>(&mut self, q: &Query) -> Result<Vec<T>, DbError> {
+        match self {
+            Tx::Sqlite(tx) => {
+                let q = q.clone();
+                tx.run(move |conn| sqlite::fetch_all(conn, &q)).await
+            }
+            Tx::Postgres(tx) => postgres::fetch_all(&mut **tx, q).await,
+        }
+    }
+
+    pub async fn fetch_optional<T: FromRow>(&mut self, q: &Query) -> Result<Option<T>, DbError> {
+        match self {
+            Tx::Sqlite(tx) => {
+                let q = q.clone();
+                tx.run(move |conn| sqlite::fetch_optional(conn, &q)).await
+            }
+            Tx::Postgres(tx) => postgres::fetch_optional(&mut **tx, q).await,
+        }
+    }
+
+    pub async fn execute(&mut self, q: &Query) -> Result<u64, DbError> {
+        match self {
+            Tx::Sqlite(tx) => {
+                let q = q.clone();
+                tx.run(move |conn| sqlite::execute(conn, &q)).await
+            }
+            Tx::Postgres(tx) => postgres::execute(&mut **tx, q).await,
+        }
+    }
+
+    /// Sends `payload` on `channel` to every listener of every process once this transaction
+    /// commits (and never if it does not).
+    pub async fn notify(&mut self, channel: &str, payload: String) -> Result<(), DbError> {
+        match self {
+            Tx::Sqlite(tx) => {
+                tx.notify(notify::Notice { channel: channel.to_owned(), payload });
+                Ok(())
+            }
+            Tx::Postgres(_) => self.execute(&Query::new("SELECT pg_notify($1, $2)").bind(channel).bind(payload)).await.map(drop),
+        }
+    }
+
+    /// Commits; on SQLite, answered once the group holding this transaction is on disk.
+    pub async fn commit(self) -> Result<(), DbError> {
+        match self {
+            Tx::Sqlite(tx) => tx.commit().await,
+            Tx::Postgres(tx) => Ok(tx.commit().await?),
+        }
+    }
 }

@@ -1,7 +1,8 @@
 //! A SQL text plus its arguments, written once for both backends.
 //!
-//! Placeholders are `$1, $2, ...`: PostgreSQL's native form, and one sqlx's SQLite driver maps to
-//! positional arguments too, so the same text runs on either database.
+//! Placeholders are `$1, $2, ...`: PostgreSQL's native form. SQLite reads `$1` as a *named*
+//! parameter numbered by first appearance, so before SQLite sees a text its `$N` become `?N`
+//! (numbered positional parameters): the same text runs on either database.
 
 /// One bound value. Typed nulls keep PostgreSQL's parameter inference happy.
 #[derive(Debug, Clone)]
@@ -87,6 +88,21 @@ impl Query {
         &self.sql
     }
 
+    /// The text with SQLite's numbered placeholders (`?N`) instead of `$N`. Our statements hold
+    /// no `$` in literals or identifiers, so every `$` followed by a digit is a placeholder.
+    pub(super) fn sqlite_sql(&self) -> String {
+        let bytes = self.sql.as_bytes();
+        let mut out = String::with_capacity(self.sql.len());
+        for (i, c) in self.sql.char_indices() {
+            if c == '$' && bytes.get(i + 1).is_some_and(u8::is_ascii_digit) {
+                out.push('?');
+            } else {
+                out.push(c);
+            }
+        }
+        out
+    }
+
     /// The bound values, in placeholder order (the benchmark renders statements for pgbench).
     pub fn args(&self) -> &[Arg] {
         &self.args
@@ -96,8 +112,13 @@ impl Query {
 /// A `LIKE ... ESCAPE '\'` pattern matching `text` anywhere: `%`, `_` and `\` in the text are
 /// escaped, so they match themselves.
 pub fn like_contains(text: &str) -> String {
-    let mut out = String::with_capacity(text.len() + 2);
-    out.push('%');
+    format!("%{}", like_prefix(text))
+}
+
+/// A `LIKE ... ESCAPE '\'` pattern matching what starts with `text` (escaped as in
+/// [`like_contains`]).
+pub fn like_prefix(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 1);
     for c in text.chars() {
         if matches!(c, '%' | '_' | '\\') {
             out.push('\\');
@@ -125,5 +146,6 @@ mod tests {
         q.push(" AND c = ").push_bind("x");
         assert_eq!(q.sql(), "SELECT 1 FROM t WHERE a = $1 AND b IN ($2, $3) AND c = $4");
         assert_eq!(q.args.len(), 4);
+        assert_eq!(q.sqlite_sql(), "SELECT 1 FROM t WHERE a = ?1 AND b IN (?2, ?3) AND c = ?4");
     }
 }

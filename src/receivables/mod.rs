@@ -12,7 +12,7 @@ use axum::{
 use utoipa_axum::{router::OpenApiRouter, routes};
 
 use crate::{
-    app::AppState,
+    state::AppState,
     auth::{Admin, Caller},
     body::{In, Reader, parse_date},
     customers::visible_customer,
@@ -45,7 +45,7 @@ const RANGES: [(&str, &str, &str); 8] = [
 ];
 
 const LIST: ListSpec = ListSpec {
-    sorts: &[("reference", "reference"), ("due_date", "due_date"), ("date", "date"), ("actual_date", "actual_date")],
+    sorts: store::SORTS,
     filters: &[
         "paid",
         "ar_date_start",
@@ -76,7 +76,7 @@ async fn list_receivables(
     let filter = parse_filter(&list)?;
     let customer = visible_customer(&state, &caller, &customer_id).await?;
     let shops = scope::shop_filter(&state.db, &caller, list.filter("shop_id")).await?;
-    let (rows, total) = store::list(&state.db, caller.company_id, customer.id, &shops, &filter, &list).await?;
+    let (rows, total) = store::list(&state.db, caller.company_id, customer.id, &shops, &filter, &list.request).await?;
     Ok(Json(list.into_page(&url, rows.into_iter().map(Receivable::from).collect(), total)))
 }
 

@@ -1,12 +1,13 @@
 //! Accounts receivable and payment queries, always scoped by company and customer.
 
 use crate::{
-    db::{Db, DbError, Query, Tx, now_micros},
-    listing::{ListQuery, fetch_page},
-    scope::ShopFilter,
+    db::{Db, DbError, Query, ShopFilter, Tx, now_micros, page::{PageRequest, Sort, fetch_page}},
 };
 
-#[derive(Debug, Clone, sqlx::FromRow)]
+/// Sortable fields and their columns.
+pub const SORTS: &[Sort] = &[("reference", "reference"), ("due_date", "due_date"), ("date", "date"), ("actual_date", "actual_date")];
+
+#[derive(Debug, Clone, crate::db::FromRow)]
 pub struct ReceivableRow {
     pub id: i64,
     pub customer_id: i64,
@@ -26,7 +27,7 @@ pub struct ReceivableRow {
 const COLUMNS: &str =
     "id, customer_id, shop_id, reference, repair_order_id, date, due_date, actual_date, amount, balance, payment_date";
 
-#[derive(Debug, Clone, sqlx::FromRow)]
+#[derive(Debug, Clone, crate::db::FromRow)]
 pub struct PaymentRow {
     pub id: i64,
     pub customer_id: i64,
@@ -50,7 +51,7 @@ pub async fn list(
     customer_id: i64,
     shops: &ShopFilter,
     filter: &ReceivableFilter,
-    list: &ListQuery,
+    page: &PageRequest,
 ) -> Result<(Vec<ReceivableRow>, i64), DbError> {
     let mut q = Query::new("FROM accounts_receivable WHERE company_id = $1 AND customer_id = $2").bind(company_id).bind(customer_id);
     shops.push_sql(&mut q, "shop_id");
@@ -68,7 +69,7 @@ pub async fn list(
     if let Some(id) = filter.repair_order_id {
         q.push(" AND repair_order_id = ").push_bind(id);
     }
-    fetch_page(db, COLUMNS, &q, list, "id").await
+    fetch_page(db, COLUMNS, &q, page, "id").await
 }
 
 pub async fn find(db: &Db, company_id: i64, customer_id: i64, id: i64) -> Result<Option<ReceivableRow>, DbError> {
@@ -145,7 +146,7 @@ fn insert_query(company_id: i64, customer_id: i64, f: &ReceivableFields, now: i6
 pub async fn insert(db: &Db, company_id: i64, customer_id: i64, f: &ReceivableFields) -> Result<ReceivableRow, DbError> {
     db.write_fetch_optional(&insert_query(company_id, customer_id, f, now_micros()))
         .await?
-        .ok_or(DbError::Other(sqlx::Error::RowNotFound))
+        .ok_or(DbError::NoRow)
 }
 
 /// Outcome of [`pay`].
@@ -215,5 +216,5 @@ pub async fn pay_tx(
 pub async fn insert_tx(tx: &mut Tx, company_id: i64, customer_id: i64, f: &ReceivableFields, now: i64) -> Result<ReceivableRow, DbError> {
     tx.fetch_optional(&insert_query(company_id, customer_id, f, now))
         .await?
-        .ok_or(DbError::Other(sqlx::Error::RowNotFound))
+        .ok_or(DbError::NoRow)
 }

@@ -12,15 +12,16 @@ use axum::{
 use utoipa_axum::{router::OpenApiRouter, routes};
 
 use crate::{
-    app::AppState,
     auth::{Caller, Writer},
     body::{In, Reader},
     customers::visible_customer,
+    db::ShopFilter,
     error::{ApiError, Problem},
     extract::{JsonBody, path_id},
     listing::{ListQuery, ListSpec, Page, RequestUrl},
     respond::{created, unique_as_invalid},
-    scope::{self, ShopFilter},
+    scope,
+    state::AppState,
     validate,
 };
 use model::{ShipTo, ShipToInput, ShipToListParams};
@@ -32,7 +33,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(get_ship_to, update_ship_to))
 }
 
-const LIST: ListSpec = ListSpec { sorts: &[("number", "number"), ("name", "name_key")], filters: &["shop_id"] };
+const LIST: ListSpec = ListSpec { sorts: store::SORTS, filters: &["shop_id"] };
 
 /// List a customer's ship-to addresses.
 #[utoipa::path(get, path = "/api/v1/customers/{customer_id}/ship_tos", tag = "customers",
@@ -52,7 +53,7 @@ async fn list_ship_tos(
             return Ok(Json(list.into_page(&url, Vec::new(), 0)));
         }
     }
-    let (rows, total) = store::list(&state.db, caller.company_id, customer.id, &list).await?;
+    let (rows, total) = store::list(&state.db, caller.company_id, customer.id, &list.request).await?;
     Ok(Json(list.into_page(&url, rows.into_iter().map(ShipTo::from).collect(), total)))
 }
 

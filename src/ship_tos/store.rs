@@ -1,11 +1,13 @@
 //! Ship-to queries, always scoped by company and customer.
 
 use crate::{
-    db::{Db, DbError, Query, Tx, now_micros},
-    listing::{ListQuery, fetch_page},
+    db::{Db, DbError, Query, Tx, now_micros, page::{PageRequest, Sort, fetch_page}},
 };
 
-#[derive(Debug, Clone, sqlx::FromRow)]
+/// Sortable fields and their columns.
+pub const SORTS: &[Sort] = &[("number", "number"), ("name", "name_key")];
+
+#[derive(Debug, Clone, crate::db::FromRow)]
 pub struct ShipToRow {
     pub id: i64,
     pub customer_id: i64,
@@ -40,9 +42,9 @@ pub struct ShipToFields {
     pub cell_phone: String,
 }
 
-pub async fn list(db: &Db, company_id: i64, customer_id: i64, list: &ListQuery) -> Result<(Vec<ShipToRow>, i64), DbError> {
+pub async fn list(db: &Db, company_id: i64, customer_id: i64, page: &PageRequest) -> Result<(Vec<ShipToRow>, i64), DbError> {
     let q = Query::new("FROM ship_tos WHERE company_id = $1 AND customer_id = $2").bind(company_id).bind(customer_id);
-    fetch_page(db, COLUMNS, &q, list, "id").await
+    fetch_page(db, COLUMNS, &q, page, "id").await
 }
 
 /// Every ship-to of these customers (`with_details`), by customer then id.
@@ -94,11 +96,11 @@ fn insert_query(company_id: i64, customer_id: i64, f: &ShipToFields, now: i64) -
 pub async fn insert(db: &Db, company_id: i64, customer_id: i64, f: &ShipToFields) -> Result<ShipToRow, DbError> {
     db.write_fetch_optional(&insert_query(company_id, customer_id, f, now_micros()))
         .await?
-        .ok_or(DbError::Other(sqlx::Error::RowNotFound))
+        .ok_or(DbError::NoRow)
 }
 
 pub async fn insert_tx(tx: &mut Tx, company_id: i64, customer_id: i64, f: &ShipToFields, now: i64) -> Result<ShipToRow, DbError> {
-    tx.fetch_optional(&insert_query(company_id, customer_id, f, now)).await?.ok_or(DbError::Other(sqlx::Error::RowNotFound))
+    tx.fetch_optional(&insert_query(company_id, customer_id, f, now)).await?.ok_or(DbError::NoRow)
 }
 
 /// `None` when the customer has no such ship-to; `Err(DbError::Unique)` on a duplicate number.

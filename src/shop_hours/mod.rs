@@ -9,14 +9,14 @@ use axum::{Json, extract::State};
 use utoipa_axum::{router::OpenApiRouter, routes};
 
 use crate::{
-    app::AppState,
     auth::{Admin, Caller},
-    db::Db,
+    db::{Db, ShopFilter},
     error::{ApiError, FieldErrors, Problem},
     extract::{JsonBody, QueryParams},
     listing::DataList,
-    scope::{self, ShopFilter},
+    scope,
     shops::store::ShopRow,
+    state::AppState,
     validate,
 };
 use model::{HoursParams, HoursRecord, WeekInput};

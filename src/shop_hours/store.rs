@@ -1,11 +1,10 @@
 use crate::{
-    db::{Db, DbError, Query},
-    scope::ShopFilter,
+    db::{Db, DbError, Query, ShopFilter},
 };
 
 use super::model::Interval;
 
-#[derive(Debug, sqlx::FromRow)]
+#[derive(Debug, crate::db::FromRow)]
 pub struct HoursRow {
     pub shop_id: i64,
     pub day: i64,

@@ -14,7 +14,7 @@ use utoipa::IntoParams;
 use utoipa_axum::{router::OpenApiRouter, routes};
 
 use crate::{
-    app::AppState,
+    state::AppState,
     auth::{Admin, Caller, CompanyAdmin},
     bays::{model::Bay, store as bays},
     error::{ApiError, Problem},

@@ -1,11 +1,10 @@
 use crate::{
-    db::{Db, DbError, Query, Tx, now_micros},
-    scope::ShopFilter,
+    db::{Db, DbError, Query, ShopFilter, Tx, now_micros},
 };
 
 use super::model::ShopFields;
 
-#[derive(Debug, Clone, sqlx::FromRow)]
+#[derive(Debug, Clone, crate::db::FromRow)]
 pub struct ShopRow {
     pub id: i64,
     pub company_id: i64,
@@ -60,7 +59,7 @@ pub async fn insert(tx: &mut Tx, company_id: i64, f: &ShopFields) -> Result<Shop
     .bind(&f.website)
     .bind(&f.timezone)
     .bind(now);
-    tx.fetch_optional(&q).await?.ok_or(DbError::Other(sqlx::Error::RowNotFound))
+    tx.fetch_optional(&q).await?.ok_or(DbError::NoRow)
 }
 
 pub async fn update(tx: &mut Tx, company_id: i64, id: i64, f: &ShopFields) -> Result<Option<ShopRow>, DbError> {

@@ -11,7 +11,7 @@ use axum::{
 use utoipa_axum::{router::OpenApiRouter, routes};
 
 use crate::{
-    app::AppState,
+    state::AppState,
     auth::{Admin, Caller},
     error::{ApiError, FieldErrors, Problem},
     extract::{JsonBody, parse_bool, path_id},
@@ -25,7 +25,7 @@ pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(list_sources, create_source)).routes(routes!(get_source, update_source))
 }
 
-const LIST: ListSpec = ListSpec { sorts: &[("name", "name_key")], filters: &["shop_id", "active"] };
+const LIST: ListSpec = ListSpec { sorts: store::SORTS, filters: &["shop_id", "active"] };
 
 /// List a shop's appointment sources.
 #[utoipa::path(get, path = "/api/v1/settings/sources", tag = "settings", params(SourceListParams),
@@ -45,7 +45,7 @@ async fn list_sources(State(state): State<AppState>, caller: Caller, url: Reques
         Some(v) => parse_bool(v)
             .ok_or_else(|| ApiError::invalid("filter[active]", "The filter[active] parameter must be true, false, 1 or 0."))?,
     };
-    let (rows, total) = store::list(&state.db, caller.company_id, shop_id, active, &list).await?;
+    let (rows, total) = store::list(&state.db, caller.company_id, shop_id, active, &list.request).await?;
     Ok(Json(list.into_page(&url, rows.into_iter().map(Source::from).collect(), total)))
 }
 

@@ -1,10 +1,11 @@
 use crate::{
-    db::{Db, DbError, Query, Tx, now_micros},
-    listing::{ListQuery, fetch_page},
-    scope::ShopFilter,
+    db::{Db, DbError, Query, ShopFilter, Tx, now_micros, page::{PageRequest, Sort, fetch_page}},
 };
 
-#[derive(Debug, sqlx::FromRow)]
+/// Sortable fields and their columns.
+pub const SORTS: &[Sort] = &[("name", "name_key")];
+
+#[derive(Debug, crate::db::FromRow)]
 pub struct SourceRow {
     pub id: i64,
     pub shop_id: i64,
@@ -19,13 +20,13 @@ pub async fn list(
     company_id: i64,
     shop_id: i64,
     active: bool,
-    list: &ListQuery,
+    page: &PageRequest,
 ) -> Result<(Vec<SourceRow>, i64), DbError> {
     let q = Query::new("FROM sources WHERE company_id = $1 AND shop_id = $2 AND active = $3")
         .bind(company_id)
         .bind(shop_id)
         .bind(active);
-    fetch_page(db, COLUMNS, &q, list, "id").await
+    fetch_page(db, COLUMNS, &q, page, "id").await
 }
 
 /// Every source of the given shops, for `with[]=sources` on shop info.
@@ -59,7 +60,7 @@ fn insert_query(company_id: i64, shop_id: i64, name: &str, active: bool) -> Quer
 pub async fn insert(db: &Db, company_id: i64, shop_id: i64, name: &str, active: bool) -> Result<SourceRow, DbError> {
     db.write_fetch_optional(&insert_query(company_id, shop_id, name, active))
         .await?
-        .ok_or(DbError::Other(sqlx::Error::RowNotFound))
+        .ok_or(DbError::NoRow)
 }
 
 /// A new shop's default sources, inside the transaction that creates the shop.

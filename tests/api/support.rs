@@ -55,6 +55,8 @@ macro_rules! backend_tests {
 pub struct TestApp {
     pub base: String,
     pub db: Db,
+    /// The database URL, to open more connections (another replica's pool).
+    pub db_url: String,
     pub client: reqwest::Client,
     /// The first company of the test and its admin key.
     pub company_id: i64,
@@ -130,7 +132,7 @@ async fn postgres_url() -> String {
         let name = format!("autoshop_test_{secs}_{}", std::process::id());
         let db = Db::connect(&DbConfig { url: admin.clone(), max_connections: 1 }).await.expect("connect to PostgreSQL");
         // Databases of earlier runs (older than a day) are dropped so they do not pile up.
-        #[derive(sqlx::FromRow)]
+        #[derive(autoshop::db::FromRow)]
         struct Name {
             datname: String,
         }
@@ -166,7 +168,7 @@ impl TestApp {
             }
             Backend::Postgres => (postgres_url().await, None),
         };
-        let db = Db::connect(&DbConfig { url, max_connections: 4 }).await.expect("connect");
+        let db = Db::connect(&DbConfig { url: url.clone(), max_connections: 4 }).await.expect("connect");
         db.migrate().await.expect("migrate");
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
@@ -176,6 +178,7 @@ impl TestApp {
         TestApp {
             base: format!("http://{addr}"),
             db,
+            db_url: url,
             client: reqwest::Client::new(),
             company_id,
             admin_key,
@@ -184,10 +187,16 @@ impl TestApp {
     }
 
     /// A second server on the same database (what another replica is), returning its base URL.
+    /// On PostgreSQL the replica has a pool of its own, as another process would; SQLite is one
+    /// process per file, so a second server shares the database handle.
     pub async fn spawn_replica(&self) -> String {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
-        let router = app::build(self.db.clone(), AppConfig::default());
+        let db = match &self.db {
+            Db::Sqlite(_) => self.db.clone(),
+            Db::Postgres(_) => Db::connect(&DbConfig { url: self.db_url.clone(), max_connections: 4 }).await.expect("connect"),
+        };
+        let router = app::build(db, AppConfig::default());
         tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
         format!("http://{addr}")
     }

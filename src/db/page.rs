@@ -1,0 +1,78 @@
+//! One page of a list, on the store side: the order, the window, and the total.
+
+use super::{Db, DbError, FromRow, Query};
+
+/// A sortable field of a list: `(name on the wire, column or expression to order by)`.
+pub type Sort = (&'static str, &'static str);
+
+/// The page a list statement returns: its order (columns with descending flags; the row id is
+/// always the last tie-break) and its window.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PageRequest {
+    pub order: Vec<(&'static str, bool)>,
+    pub limit: i64,
+    pub offset: i64,
+}
+
+impl PageRequest {
+    /// Appends `ORDER BY <sorts>, <id> ASC LIMIT .. OFFSET ..`: the id tie-break keeps pages
+    /// from repeating or skipping rows.
+    pub fn push_order_and_window(&self, q: &mut Query, id_column: &str) {
+        q.push(" ORDER BY ");
+        for (column, descending) in &self.order {
+            q.push(column).push(if *descending { " DESC, " } else { " ASC, " });
+        }
+        q.push(id_column).push(" ASC LIMIT ").push_bind(self.limit).push(" OFFSET ").push_bind(self.offset);
+    }
+}
+
+/// Runs a list query: `from_where` is the `FROM ... WHERE ...` part shared by the page and its
+/// total. The total is only counted when the page does not already tell it.
+pub async fn fetch_page<T: FromRow>(
+    db: &Db,
+    columns: &str,
+    from_where: &Query,
+    page: &PageRequest,
+    id_column: &str,
+) -> Result<(Vec<T>, i64), DbError> {
+    let (rows, count) = page_statements(columns, from_where, page, id_column);
+    fetch_page_with(db, &rows, &count, page).await
+}
+
+/// The two statements of a list: the page (`SELECT columns ... ORDER BY ... LIMIT ... OFFSET`)
+/// and its total (`SELECT COUNT(*) ...` over the same `FROM ... WHERE`).
+pub fn page_statements(columns: &str, from_where: &Query, page: &PageRequest, id_column: &str) -> (Query, Query) {
+    let mut rows = from_where.prefixed(&format!("SELECT {columns} "));
+    page.push_order_and_window(&mut rows, id_column);
+    (rows, from_where.prefixed("SELECT COUNT(*) "))
+}
+
+/// Runs a page statement and, when the page does not tell the total already, the statement
+/// that counts it (one row, one integer column).
+pub async fn fetch_page_with<T: FromRow>(db: &Db, rows: &Query, count: &Query, page: &PageRequest) -> Result<(Vec<T>, i64), DbError> {
+    let found: Vec<T> = db.fetch_all(rows).await?;
+    // A short, non-empty page ends the list: its total follows without a COUNT.
+    let total = if !found.is_empty() && (found.len() as i64) < page.limit {
+        page.offset + found.len() as i64
+    } else {
+        let (n,): (i64,) = db.fetch_optional(count).await?.unwrap_or((0,));
+        n
+    };
+    Ok((found, total))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn order_always_ends_with_the_id() {
+        let page = PageRequest { order: vec![("sort_order", true), ("title_key", false)], limit: 10, offset: 20 };
+        let mut q = Query::new("");
+        page.push_order_and_window(&mut q, "b.id");
+        assert_eq!(q.sql(), " ORDER BY sort_order DESC, title_key ASC, b.id ASC LIMIT $1 OFFSET $2");
+        let mut q = Query::new("SELECT 1");
+        PageRequest { limit: 10, ..Default::default() }.push_order_and_window(&mut q, "id");
+        assert_eq!(q.sql(), "SELECT 1 ORDER BY id ASC LIMIT $1 OFFSET $2");
+    }
+}

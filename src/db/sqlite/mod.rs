@@ -1,0 +1,316 @@
+//! SQLite through rusqlite: one writer thread (group commit, see [`writer`]) and a pool of
+//! read-only connections used on tokio's blocking threads. Statements are prepared once per
+//! connection and cached; rows are decoded on the thread that reads them, straight into the
+//! row types, so a page crosses threads once, not once per row.
+
+mod migrate;
+mod writer;
+
+use std::{
+    path::{Path, PathBuf},
+    sync::{Arc, Mutex},
+    time::Duration,
+};
+
+use rusqlite::{Connection, OpenFlags};
+use tokio::sync::{Semaphore, broadcast, mpsc, oneshot};
+
+use super::{Arg, DbError, FromRow, Query, RowReader, notify::{BACKLOG, Notice}};
+pub use writer::MAX_GROUP;
+use writer::{Command, Job};
+
+/// Statements cached per connection: every statement text the application issues fits.
+const STATEMENT_CACHE: usize = 256;
+/// Page cache of the writer (index updates of big tables) and of each reader. Readers keep
+/// SQLite's default and let the OS page cache, shared by all, hold the rest of the file: the
+/// process stays far under 100 MB.
+const WRITER_CACHE_KIB: i64 = 32_000;
+const READER_CACHE_KIB: i64 = 2_000;
+const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+pub struct SqliteDb {
+    path: PathBuf,
+    jobs: mpsc::Sender<Job>,
+    readers: Arc<Readers>,
+    notices: broadcast::Sender<Notice>,
+    closed: std::sync::atomic::AtomicBool,
+}
+
+impl std::fmt::Debug for SqliteDb {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqliteDb").field("path", &self.path).field("readers", &self.readers.size).finish()
+    }
+}
+
+struct Readers {
+    idle: Mutex<Vec<Connection>>,
+    permits: Arc<Semaphore>,
+    size: usize,
+}
+
+/// The file of a `sqlite:` URL: `sqlite://autoshop.db`, `sqlite:///var/lib/autoshop.db`,
+/// `sqlite:autoshop.db`; a query string (`?mode=rwc`) is ignored.
+pub fn path_of(url: &str) -> anyhow::Result<PathBuf> {
+    let rest = url.strip_prefix("sqlite://").or_else(|| url.strip_prefix("sqlite:")).unwrap_or(url);
+    let file = rest.split('?').next().unwrap_or("");
+    anyhow::ensure!(!file.is_empty() && !file.contains(":memory:"), "the SQLite URL {url:?} must name a database file");
+    Ok(PathBuf::from(file))
+}
+
+fn open_writer(path: &Path) -> rusqlite::Result<Connection> {
+    let conn = Connection::open(path)?;
+    conn.busy_timeout(BUSY_TIMEOUT)?;
+    // WAL lets readers run beside the writer; FULL puts a commit on disk before we answer 2xx,
+    // even across a power cut.
+    conn.pragma_update(None, "journal_mode", "WAL")?;
+    conn.pragma_update(None, "synchronous", "FULL")?;
+    conn.pragma_update(None, "foreign_keys", true)?;
+    conn.pragma_update(None, "temp_store", "MEMORY")?;
+    conn.pragma_update(None, "cache_size", -WRITER_CACHE_KIB)?;
+    conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
+    Ok(conn)
+}
+
+fn open_reader(path: &Path) -> rusqlite::Result<Connection> {
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_URI;
+    let conn = Connection::open_with_flags(path, flags)?;
+    conn.busy_timeout(BUSY_TIMEOUT)?;
+    conn.pragma_update(None, "temp_store", "MEMORY")?;
+    conn.pragma_update(None, "cache_size", -READER_CACHE_KIB)?;
+    conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
+    Ok(conn)
+}
+
+impl SqliteDb {
+    /// Opens (creating it if needed) the database file, the writer thread and `readers` read
+    /// connections.
+    pub fn open(url: &str, readers: u32) -> anyhow::Result<SqliteDb> {
+        use anyhow::Context;
+        let path = path_of(url)?;
+        let writer = open_writer(&path).with_context(|| format!("opening SQLite database {}", path.display()))?;
+        let (jobs, queue) = mpsc::channel(4 * MAX_GROUP);
+        writer::start(writer, queue).context("starting the SQLite writer thread")?;
+        let size = readers.max(1) as usize;
+        let mut idle = Vec::with_capacity(size);
+        for _ in 0..size {
+            idle.push(open_reader(&path).with_context(|| format!("opening SQLite database {} for reading", path.display()))?);
+        }
+        let readers = Arc::new(Readers { idle: Mutex::new(idle), permits: Arc::new(Semaphore::new(size)), size });
+        Ok(SqliteDb { path, jobs, readers, notices: broadcast::channel(BACKLOG).0, closed: Default::default() })
+    }
+
+    pub fn subscribe(&self) -> broadcast::Receiver<Notice> {
+        self.notices.subscribe()
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Runs `work` on a read connection, on a blocking thread.
+    pub async fn read<T, F>(&self, work: F) -> Result<T, DbError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection) -> Result<T, DbError> + Send + 'static,
+    {
+        let permit = self.readers.permits.clone().acquire_owned().await.map_err(|_| closed())?;
+        let readers = self.readers.clone();
+        tokio::task::spawn_blocking(move || {
+            let conn = Lent { conn: readers.idle.lock().unwrap_or_else(|e| e.into_inner()).pop(), readers: &readers };
+            let result = match &conn.conn {
+                Some(c) => work(c),
+                None => Err(DbError::Other("no idle SQLite reader despite a permit".into())),
+            };
+            drop(conn);
+            drop(permit);
+            result
+        })
+        .await
+        .map_err(|e| DbError::Other(format!("a read failed: {e}")))?
+    }
+
+    /// One write statement in the next group commit; answered once it is on disk.
+    pub async fn write<T, F>(&self, work: F) -> Result<T, DbError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection) -> Result<T, DbError> + Send + 'static,
+    {
+        self.check_open()?;
+        let (reply, answer) = oneshot::channel::<Result<T, DbError>>();
+        let job = Job::Single(Box::new(move |conn| {
+            let result = guarded(conn, work);
+            let failed = result.is_err();
+            let answer: writer::Answer = Box::new(move |committed| {
+                let _ = reply.send(committed.and(result));
+            });
+            (failed, answer)
+        }));
+        self.jobs.send(job).await.map_err(|_| closed())?;
+        answer.await.map_err(|_| closed())?
+    }
+
+    /// Runs `work` alone on the write connection, outside any transaction.
+    pub async fn exclusive<T, F>(&self, work: F) -> Result<T, DbError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Connection) -> Result<T, DbError> + Send + 'static,
+    {
+        let (reply, answer) = oneshot::channel();
+        let job = Job::Exclusive(Box::new(move |conn| {
+            let _ = reply.send(work(conn));
+        }));
+        self.jobs.send(job).await.map_err(|_| closed())?;
+        answer.await.map_err(|_| closed())?
+    }
+
+    /// Opens an interactive write transaction (a savepoint in the next group commit).
+    pub async fn begin(&self) -> Result<SqliteTx, DbError> {
+        self.check_open()?;
+        let (commands, receiver) = std::sync::mpsc::channel();
+        self.jobs.send(Job::Unit(receiver)).await.map_err(|_| closed())?;
+        Ok(SqliteTx { commands, notices: Vec::new(), broadcast: self.notices.clone() })
+    }
+
+    pub async fn migrate(&self) -> anyhow::Result<()> {
+        self.exclusive(|conn| migrate::run(conn).map_err(|e| DbError::Other(format!("{e:#}")))).await?;
+        Ok(())
+    }
+
+    /// `(readers, idle readers)`.
+    pub fn reader_stats(&self) -> (u32, usize) {
+        (self.readers.size as u32, self.readers.permits.available_permits())
+    }
+
+    /// Waits for the writes queued before it, updates the planner's statistics, and refuses
+    /// every later read and write.
+    pub async fn close(&self) {
+        let _ = self.exclusive(|conn| conn.execute_batch("PRAGMA optimize").map_err(DbError::from)).await;
+        self.closed.store(true, std::sync::atomic::Ordering::SeqCst);
+        self.readers.permits.close();
+        self.readers.idle.lock().unwrap_or_else(|e| e.into_inner()).clear();
+    }
+
+    fn check_open(&self) -> Result<(), DbError> {
+        if self.closed.load(std::sync::atomic::Ordering::SeqCst) { Err(closed()) } else { Ok(()) }
+    }
+}
+
+/// A read connection borrowed from the pool: back in the pool however the work ends.
+struct Lent<'a> {
+    conn: Option<Connection>,
+    readers: &'a Readers,
+}
+
+impl Drop for Lent<'_> {
+    fn drop(&mut self) {
+        if let Some(conn) = self.conn.take() {
+            self.readers.idle.lock().unwrap_or_else(|e| e.into_inner()).push(conn);
+        }
+    }
+}
+
+/// Runs `work`, turning a panic into an error for its caller (the writer thread lives on).
+fn guarded<T>(conn: &Connection, work: impl FnOnce(&Connection) -> Result<T, DbError>) -> Result<T, DbError> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work(conn)))
+        .unwrap_or_else(|_| Err(DbError::Other("a statement panicked on the SQLite writer".into())))
+}
+
+fn closed() -> DbError {
+    DbError::Unavailable("the SQLite writer or reader pool is closed".into())
+}
+
+/// An interactive write transaction on SQLite. Dropped without [`SqliteTx::commit`], it rolls
+/// back.
+pub struct SqliteTx {
+    commands: std::sync::mpsc::Sender<Command>,
+    /// Sent once the transaction is on disk.
+    notices: Vec<Notice>,
+    broadcast: broadcast::Sender<Notice>,
+}
+
+impl SqliteTx {
+    pub async fn run<T, F>(&mut self, work: F) -> Result<T, DbError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection) -> Result<T, DbError> + Send + 'static,
+    {
+        let (reply, answer) = oneshot::channel();
+        let command = Command::Run(Box::new(move |conn| {
+            let _ = reply.send(guarded(conn, work));
+        }));
+        self.commands.send(command).map_err(|_| aborted())?;
+        answer.await.map_err(|_| aborted())?
+    }
+
+    pub fn notify(&mut self, notice: Notice) {
+        self.notices.push(notice);
+    }
+
+    /// Commits; answered once the group holding this transaction is on disk.
+    pub async fn commit(self) -> Result<(), DbError> {
+        let (reply, answer) = oneshot::channel();
+        self.commands.send(Command::Commit(reply)).map_err(|_| aborted())?;
+        answer.await.map_err(|_| aborted())??;
+        for notice in self.notices {
+            // No listener is not an error.
+            let _ = self.broadcast.send(notice);
+        }
+        Ok(())
+    }
+}
+
+fn aborted() -> DbError {
+    DbError::Unavailable("the SQLite write transaction was rolled back by the writer".into())
+}
+
+fn bind(stmt: &mut rusqlite::CachedStatement<'_>, q: &Query) -> Result<(), DbError> {
+    for (i, arg) in q.args.iter().enumerate() {
+        let index = i + 1;
+        match arg {
+            Arg::I64(v) => stmt.raw_bind_parameter(index, v),
+            Arg::F64(v) => stmt.raw_bind_parameter(index, v),
+            Arg::Text(v) => stmt.raw_bind_parameter(index, v),
+            Arg::Bool(v) => stmt.raw_bind_parameter(index, v),
+        }?;
+    }
+    Ok(())
+}
+
+/// Every row of `q`, decoded.
+pub fn fetch_all<T: FromRow>(conn: &Connection, q: &Query) -> Result<Vec<T>, DbError> {
+    let mut stmt = conn.prepare_cached(&q.sqlite_sql())?;
+    bind(&mut stmt, q)?;
+    let mut rows = stmt.raw_query();
+    let mut out = Vec::new();
+    while let Some(row) = rows.next()? {
+        out.push(T::from_row(&mut RowReader::sqlite(row))?);
+    }
+    Ok(out)
+}
+
+/// The first row of `q`, decoded; the statement still runs to completion.
+pub fn fetch_optional<T: FromRow>(conn: &Connection, q: &Query) -> Result<Option<T>, DbError> {
+    let mut stmt = conn.prepare_cached(&q.sqlite_sql())?;
+    bind(&mut stmt, q)?;
+    let mut rows = stmt.raw_query();
+    let mut first = None;
+    while let Some(row) = rows.next()? {
+        if first.is_none() {
+            first = Some(T::from_row(&mut RowReader::sqlite(row))?);
+        }
+    }
+    Ok(first)
+}
+
+/// Runs `q` (rows it returns are skipped) and counts the rows it changed.
+pub fn execute(conn: &Connection, q: &Query) -> Result<u64, DbError> {
+    let mut stmt = conn.prepare_cached(&q.sqlite_sql())?;
+    bind(&mut stmt, q)?;
+    let mut rows = stmt.raw_query();
+    while rows.next()?.is_some() {}
+    drop(rows);
+    Ok(conn.changes())
+}
+
+#[cfg(test)]
+mod tests;

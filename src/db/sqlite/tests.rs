@@ -1,0 +1,91 @@
+//! The writer's promises: concurrent writes all land, a failing write rolls back alone, an
+//! uncommitted transaction leaves nothing, a panic is an error and not a dead writer.
+
+use std::sync::Arc;
+
+use super::SqliteDb;
+use crate::db::{Db, DbError, Query};
+
+async fn temp_db() -> (Db, std::path::PathBuf) {
+    static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let path = std::env::temp_dir().join(format!("autoshop_writer_{}_{n}.db", std::process::id()));
+    let db = Db::Sqlite(Arc::new(SqliteDb::open(&format!("sqlite://{}", path.display()), 2).unwrap()));
+    let Db::Sqlite(inner) = &db else { unreachable!() };
+    inner
+        .exclusive(|conn| conn.execute_batch("CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT NOT NULL UNIQUE)").map_err(DbError::from))
+        .await
+        .unwrap();
+    (db, path)
+}
+
+async fn count(db: &Db) -> i64 {
+    db.fetch_optional::<(i64,)>(&Query::new("SELECT COUNT(*) FROM t")).await.unwrap().unwrap().0
+}
+
+fn insert(v: &str) -> Query {
+    Query::new("INSERT INTO t (v) VALUES ($1)").bind(v)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_writes_all_land_and_a_duplicate_fails_alone() {
+    let (db, path) = temp_db().await;
+    let mut tasks = Vec::new();
+    for i in 0..200 {
+        let db = db.clone();
+        // Every tenth write repeats a value: it fails with Unique, the others in its group commit.
+        let v = if i % 10 == 9 { format!("v{}", i - 1) } else { format!("v{i}") };
+        tasks.push(tokio::spawn(async move { db.execute(&insert(&v)).await }));
+    }
+    let mut unique = 0;
+    for t in tasks {
+        match t.await.unwrap() {
+            Ok(1) => {}
+            Err(DbError::Unique) => unique += 1,
+            other => panic!("{other:?}"),
+        }
+    }
+    assert_eq!(unique, 20);
+    assert_eq!(count(&db).await, 180);
+    let _ = std::fs::remove_file(path);
+}
+
+#[tokio::test]
+async fn a_transaction_commits_all_or_nothing() {
+    let (db, path) = temp_db().await;
+    let mut tx = db.begin().await.unwrap();
+    tx.execute(&insert("a")).await.unwrap();
+    let inside: Option<(i64,)> = tx.fetch_optional(&Query::new("SELECT COUNT(*) FROM t")).await.unwrap();
+    assert_eq!(inside, Some((1,)), "a transaction reads its own writes");
+    drop(tx);
+    assert_eq!(count(&db).await, 0, "dropped without commit: rolled back");
+
+    let mut tx = db.begin().await.unwrap();
+    tx.execute(&insert("a")).await.unwrap();
+    assert!(matches!(tx.execute(&insert("a")).await, Err(DbError::Unique)));
+    tx.execute(&insert("b")).await.unwrap();
+    tx.commit().await.unwrap();
+    assert_eq!(count(&db).await, 2, "committed, and visible to readers once acknowledged");
+    let _ = std::fs::remove_file(path);
+}
+
+#[tokio::test]
+async fn a_panicking_statement_is_an_error_and_the_writer_lives_on() {
+    let (db, path) = temp_db().await;
+    let Db::Sqlite(inner) = &db else { unreachable!() };
+    let r: Result<(), DbError> = inner.write(|_| panic!("boom")).await;
+    assert!(matches!(r, Err(DbError::Other(_))), "{r:?}");
+    db.execute(&insert("after")).await.unwrap();
+    assert_eq!(count(&db).await, 1);
+    let _ = std::fs::remove_file(path);
+}
+
+#[tokio::test]
+async fn a_closed_database_refuses_reads_and_writes() {
+    let (db, path) = temp_db().await;
+    db.execute(&insert("a")).await.unwrap();
+    db.close().await;
+    assert!(matches!(db.execute(&insert("b")).await, Err(DbError::Unavailable(_))));
+    assert!(matches!(db.fetch_optional::<(i64,)>(&Query::new("SELECT 1")).await, Err(DbError::Unavailable(_))));
+    let _ = std::fs::remove_file(path);
+}

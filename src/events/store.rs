@@ -1,0 +1,150 @@
+//! Event SQL: the outbox insert made in every writing transaction, the feed, and retention.
+//!
+//! The one place where the two backends need different text: on PostgreSQL the feed stops at
+//! the oldest transaction still running (see migration 0008); SQLite's single writer hands out
+//! ids in commit order and needs no horizon.
+
+use super::cursor::Position;
+use crate::db::{Db, DbError, FromRow, Query, ShopFilter, Tx};
+
+/// An event recorded by a change, not yet written.
+#[derive(Debug, Clone)]
+pub struct NewEvent {
+    pub kind: &'static str,
+    pub shop_id: Option<i64>,
+    /// The resource as JSON text.
+    pub data: String,
+}
+
+#[derive(Debug, FromRow)]
+pub struct EventRow {
+    pub xid: i64,
+    pub id: i64,
+    pub kind: String,
+    pub shop_id: Option<i64>,
+    pub data: String,
+    pub created_at: i64,
+}
+
+impl EventRow {
+    pub fn position(&self) -> Position {
+        Position { xid: self.xid, id: self.id }
+    }
+}
+
+/// On PostgreSQL, only events of transactions older than every running one are visible.
+fn horizon(db_is_sqlite: bool) -> &'static str {
+    if db_is_sqlite { "" } else { " AND xid < CAST(CAST(pg_snapshot_xmin(pg_current_snapshot()) AS TEXT) AS BIGINT)" }
+}
+
+/// Writes `events` of `company_id` in one statement, inside the change's transaction.
+pub async fn insert(tx: &mut Tx, company_id: i64, events: &[NewEvent], at: i64) -> Result<(), DbError> {
+    if events.is_empty() {
+        return Ok(());
+    }
+    let mut q = Query::new("INSERT INTO events (company_id, type, shop_id, data, created_at) VALUES ");
+    for (i, e) in events.iter().enumerate() {
+        q.push(if i == 0 { "(" } else { ", (" });
+        q.push_bind(company_id).push(", ").push_bind(e.kind).push(", ").push_bind(e.shop_id).push(", ");
+        q.push_bind(e.data.as_str()).push(", ").push_bind(at).push(")");
+    }
+    tx.execute(&q).await.map(drop)
+}
+
+/// What a page of the feed may contain.
+#[derive(Debug, Clone, Default)]
+pub struct FeedFilter {
+    /// The shops the caller may see: company-wide events (no shop) only for every shop.
+    pub shops: ShopFilter,
+    /// Exact types, or prefixes (`appointment.` for `appointment.*`); empty: every type.
+    pub types: Vec<TypeMatch>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum TypeMatch {
+    Exact(String),
+    Prefix(String),
+}
+
+const COLUMNS: &str = "xid, id, type AS kind, shop_id, data, created_at";
+
+/// Up to `limit` visible events of the company after `after`, in feed order.
+pub async fn page(db: &Db, company_id: i64, after: Position, filter: &FeedFilter, limit: i64) -> Result<Vec<EventRow>, DbError> {
+    let mut q = Query::new(format!("SELECT {COLUMNS} FROM events WHERE company_id = $1 AND (xid, id) > ($2, $3)"))
+        .bind(company_id)
+        .bind(after.xid)
+        .bind(after.id);
+    if let ShopFilter::Only(_) = filter.shops {
+        // `shop_id IN (...)` is never true for a company-wide event (no shop).
+        filter.shops.push_sql(&mut q, "shop_id");
+    }
+    if !filter.types.is_empty() {
+        q.push(" AND (");
+        for (i, t) in filter.types.iter().enumerate() {
+            q.push(if i == 0 { "" } else { " OR " });
+            match t {
+                TypeMatch::Exact(name) => q.push("type = ").push_bind(name.as_str()),
+                TypeMatch::Prefix(prefix) => q.push("type LIKE ").push_bind(crate::db::like_prefix(prefix)).push(" ESCAPE '\\'"),
+            };
+        }
+        q.push(")");
+    }
+    q.push(horizon(db.is_sqlite())).push(" ORDER BY xid, id LIMIT ").push_bind(limit);
+    db.fetch_all(&q).await
+}
+
+/// The position just before the first event that is not visible yet: a stream that starts here
+/// sees exactly the events committed after it connected.
+pub async fn tail(db: &Db, company_id: i64) -> Result<Position, DbError> {
+    let q = if db.is_sqlite() {
+        Query::new("SELECT CAST(0 AS BIGINT), CAST(COALESCE(MAX(id), 0) AS BIGINT) FROM events WHERE company_id = $1").bind(company_id)
+    } else {
+        // Everything below the horizon is already visible; everything at or above it is not.
+        Query::new("SELECT CAST(CAST(pg_snapshot_xmin(pg_current_snapshot()) AS TEXT) AS BIGINT) - 1, CAST($1 AS BIGINT)").bind(i64::MAX)
+    };
+    let (xid, id): (i64, i64) = db.fetch_optional(&q).await?.ok_or(DbError::NoRow)?;
+    Ok(Position { xid, id })
+}
+
+/// Whether `after` lies in the part of the company's feed that retention has deleted.
+pub async fn is_purged(db: &Db, company_id: i64, after: Position) -> Result<bool, DbError> {
+    let q = Query::new("SELECT xid, id FROM event_purges WHERE company_id = $1").bind(company_id);
+    let purged: Option<(i64, i64)> = db.fetch_optional(&q).await?;
+    Ok(purged.is_some_and(|(xid, id)| after <= Position { xid, id }))
+}
+
+/// Deletes up to `batch` events created before `before` (oldest first), recording for each
+/// company how far its feed is now deleted. Returns how many were deleted.
+pub async fn purge(db: &Db, before: i64, batch: i64) -> Result<u64, DbError> {
+    let q = Query::new(
+        "SELECT company_id, CAST(MAX(xid) AS BIGINT), CAST(MAX(id) AS BIGINT) FROM \
+         (SELECT company_id, xid, id FROM events WHERE created_at < $1 ORDER BY created_at LIMIT $2) AS doomed GROUP BY company_id",
+    )
+    .bind(before)
+    .bind(batch);
+    let companies: Vec<(i64, i64, i64)> = db.fetch_all(&q).await?;
+    if companies.is_empty() {
+        return Ok(0);
+    }
+    let mut tx = db.begin().await?;
+    let mut deleted = 0;
+    for (company_id, xid, id) in companies {
+        // Everything of the company up to that position goes, and the mark records it.
+        let q = Query::new("DELETE FROM events WHERE company_id = $1 AND (xid, id) <= ($2, $3) AND created_at < $4")
+            .bind(company_id)
+            .bind(xid)
+            .bind(id)
+            .bind(before);
+        deleted += tx.execute(&q).await?;
+        let mark = Query::new(
+            "INSERT INTO event_purges (company_id, xid, id) VALUES ($1, $2, $3) ON CONFLICT (company_id) DO UPDATE \
+             SET xid = excluded.xid, id = excluded.id WHERE (event_purges.xid, event_purges.id) < (excluded.xid, excluded.id)",
+        )
+        .bind(company_id)
+        .bind(xid)
+        .bind(id);
+        tx.execute(&mark).await?;
+    }
+    tx.commit().await?;
+    Ok(deleted)
+}

@@ -1,0 +1,50 @@
+//! What every request handler shares: the database, the settings, and the process-wide caches.
+
+use std::sync::{Arc, OnceLock};
+
+use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
+
+use crate::{
+    auth::{KeyCache, listen_for_revocations},
+    config::AppConfig,
+    db::Db,
+    events::hub::EventHub,
+    rate_limit::{Limits, RateLimiter},
+};
+
+#[derive(Clone)]
+pub struct AppState {
+    pub db: Db,
+    pub config: Arc<AppConfig>,
+    pub metrics: PrometheusHandle,
+    pub keys: Arc<KeyCache>,
+    pub limiter: Arc<RateLimiter>,
+    /// Wakes this process's event streams when a change commits.
+    pub events: Arc<EventHub>,
+}
+
+impl AppState {
+    /// The state of one server (one replica): starts its listener for key revocations.
+    pub fn new(db: Db, config: AppConfig) -> AppState {
+        let limiter = RateLimiter::new(Limits { per_second: config.rate_limit, burst: config.rate_limit_burst });
+        let keys = Arc::new(KeyCache::default());
+        listen_for_revocations(&db, keys.clone());
+        crate::events::retention::spawn(db.clone(), config.event_retention_days);
+        let events = EventHub::start(&db);
+        AppState { db, config: Arc::new(config), metrics: metrics_handle(), keys, limiter: Arc::new(limiter), events }
+    }
+}
+
+/// The process-wide Prometheus recorder (metrics macros write to one global recorder).
+fn metrics_handle() -> PrometheusHandle {
+    static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
+    HANDLE
+        .get_or_init(|| {
+            PrometheusBuilder::new()
+                .set_buckets(&[0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0])
+                .expect("static buckets are valid")
+                .install_recorder()
+                .expect("the metrics recorder is installed once")
+        })
+        .clone()
+}

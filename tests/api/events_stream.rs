@@ -1,0 +1,114 @@
+//! The live stream: changes reach an open stream within a second (on PostgreSQL, from another
+//! replica), in feed order, resumable with Last-Event-ID.
+
+use std::time::{Duration, Instant};
+
+use autoshop::change::Change;
+use serde_json::{Value, json};
+
+use crate::support::{Backend, TestApp};
+
+crate::backend_tests!(a_change_reaches_a_stream_on_another_replica_within_a_second, streams_resume_after_last_event_id);
+
+/// An open SSE response, read event by event.
+struct SseReader {
+    response: reqwest::Response,
+    buffer: String,
+}
+
+impl SseReader {
+    async fn open(base: &str, key: &str, query: &str, last_event_id: Option<&str>) -> SseReader {
+        let mut req = reqwest::Client::new().get(format!("{base}/api/v1/events/stream{query}")).bearer_auth(key);
+        if let Some(id) = last_event_id {
+            req = req.header("last-event-id", id);
+        }
+        let response = req.send().await.unwrap();
+        assert_eq!(response.status(), 200);
+        assert_eq!(response.headers()["content-type"], "text/event-stream");
+        SseReader { response, buffer: String::new() }
+    }
+
+    /// The next event's `(id, type, data)`, skipping keep-alive comments; `None` on timeout.
+    async fn next(&mut self, within: Duration) -> Option<(String, String, Value)> {
+        let deadline = Instant::now() + within;
+        loop {
+            if let Some(end) = self.buffer.find("\n\n") {
+                let block: String = self.buffer.drain(..end + 2).collect();
+                let field = |name: &str| block.lines().find_map(|l| l.strip_prefix(&format!("{name}:")).map(|v| v.trim().to_owned()));
+                if let (Some(id), Some(kind), Some(data)) = (field("id"), field("event"), field("data")) {
+                    return Some((id, kind, serde_json::from_str(&data).unwrap()));
+                }
+                continue;
+            }
+            let left = deadline.checked_duration_since(Instant::now())?;
+            match tokio::time::timeout(left, self.response.chunk()).await {
+                Ok(Ok(Some(bytes))) => self.buffer.push_str(&String::from_utf8_lossy(&bytes)),
+                _ => return None,
+            }
+        }
+    }
+}
+
+async fn commit_event(app: &TestApp, n: u64) {
+    let mut change = Change::begin(&app.db, app.company_id).await.unwrap();
+    change.record("customer.updated", None, &json!({"n": n})).unwrap();
+    change.commit().await.unwrap();
+}
+
+async fn a_change_reaches_a_stream_on_another_replica_within_a_second(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let replica = app.spawn_replica().await;
+    commit_event(&app, 0).await; // before the stream opens: not sent
+    let mut stream = SseReader::open(&replica, &app.admin_key, "", None).await;
+    for n in 1..=2 {
+        // Let the stream go idle (its quick re-reads stop after about a second): from then on
+        // only the commit's notice can wake it in time.
+        tokio::time::sleep(Duration::from_millis(1200)).await;
+        let started = Instant::now();
+        commit_event(&app, n).await;
+        let (id, kind, data) = stream.next(Duration::from_secs(1)).await.unwrap_or_else(|| panic!("event {n} did not arrive within a second"));
+        assert!(started.elapsed() < Duration::from_secs(1));
+        assert_eq!(kind, "customer.updated");
+        assert_eq!(data["data"]["n"], n, "in commit order, without the event from before the stream");
+        assert_eq!(data["id"], id.as_str());
+        assert_eq!(data["company_id"], app.company_id);
+    }
+    // Another company's changes never reach this stream.
+    let (other, _) = app.new_company("Other").await;
+    let mut change = Change::begin(&app.db, other).await.unwrap();
+    change.record("customer.updated", None, &json!({"n": 99})).unwrap();
+    change.commit().await.unwrap();
+    assert!(stream.next(Duration::from_millis(700)).await.is_none());
+}
+
+async fn streams_resume_after_last_event_id(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    for n in 0..5 {
+        commit_event(&app, n).await;
+    }
+    let mut feed = Vec::new();
+    for _ in 0..200 {
+        feed = app.get(&app.admin_key, "/api/v1/events").await.body["data"].as_array().unwrap().clone();
+        if feed.len() == 5 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let second = feed[1]["id"].as_str().unwrap();
+    let mut stream = SseReader::open(&app.base, &app.admin_key, "", Some(second)).await;
+    for n in 2..5 {
+        let (_, _, data) = stream.next(Duration::from_secs(2)).await.expect("replayed event");
+        assert_eq!(data["data"]["n"], n);
+    }
+    let mut stream = SseReader::open(&app.base, &app.admin_key, &format!("?after={}", feed[3]["id"].as_str().unwrap()), None).await;
+    assert_eq!(stream.next(Duration::from_secs(2)).await.unwrap().2["data"]["n"], 4);
+    let bad = app.client.get(format!("{}/api/v1/events/stream", app.base)).bearer_auth(&app.admin_key).header("last-event-id", "nope").send().await.unwrap();
+    assert_eq!(bad.status(), 422);
+    let body: Value = bad.json().await.unwrap();
+    assert!(body["errors"]["Last-Event-ID"].is_array(), "{body}");
+    // An empty Last-Event-ID counts as absent: the query's cursor is still validated.
+    let bad = app.client.get(format!("{}/api/v1/events/stream?after=AAA", app.base)).bearer_auth(&app.admin_key).header("last-event-id", "").send().await.unwrap();
+    assert_eq!(bad.status(), 422);
+    let body: Value = bad.json().await.unwrap();
+    assert!(body["errors"]["after"].is_array(), "{body}");
+}
