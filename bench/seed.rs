@@ -17,7 +17,7 @@ use std::time::Instant;
 
 use anyhow::Context;
 use autoshop::{
-    api_keys::store::create_company,
+    api_keys::create_company,
     appointments::{
         filters::ListFilters,
         store::{AppointmentFields, insert_many_query, list_statements},
@@ -29,7 +29,8 @@ use autoshop::{
     extract::QueryParams,
     listing::{ListQuery, ListSpec},
     db::ShopFilter,
-    shop_hours::store as hours,
+    change::Change,
+    shop_hours,
     shops::{self, model::ShopFields},
     sources::model::APPOINTMENT_SOURCES,
     time::local_to_utc,
@@ -201,7 +202,9 @@ async fn seed_company(
     let mut rng = Rng(seed);
     let (company_id, api_key) = create_company(db, "Bench Auto Group").await?;
 
-    // Shops (through the API's own create: default sources come with them), bays, hours.
+    // Shops (through the API's own create: default sources come with them), bays, hours, with
+    // their events; the bulk rows below go in without events (the feed is not benchmarked).
+    let mut change = Change::begin(db, company_id).await?;
     let mut shop_rows = Vec::with_capacity(shop_count);
     let mut shop_bays: Vec<Vec<i64>> = Vec::with_capacity(shop_count);
     for n in 0..shop_count {
@@ -219,17 +222,18 @@ async fn seed_company(
             website: format!("https://{slug}.example.com"),
             timezone: ZONES[n % ZONES.len()].into(),
         };
-        let shop = shops::create(db, company_id, &fields).await.map_err(|e| anyhow::anyhow!("creating a shop: {e}"))?;
+        let shop = shops::create(&mut change, &fields).await.map_err(|e| anyhow::anyhow!("creating a shop: {e}"))?;
         let mut ids = Vec::new();
         for (order, title) in BAYS.iter().enumerate().take(3 + n % 4) {
-            let bay = bays::insert(db, company_id, &BayFields { shop_id: shop.id, title: (*title).into(), order: order as i64, active: true }).await?;
+            let bay = bays::insert(change.tx(), company_id, &BayFields { shop_id: shop.id, title: (*title).into(), order: order as i64, active: true }).await?;
             ids.push(bay.id);
         }
         let week: Vec<_> = (1..=5).map(|d| (d, 7 * 60 + 30, 18 * 60)).chain([(6, 8 * 60, 14 * 60)]).collect();
-        hours::replace_week(db, company_id, shop.id, &week).await?;
+        shop_hours::replace_week(&mut change, &shop, &week).await.map_err(|e| anyhow::anyhow!("storing hours: {e}"))?;
         shop_rows.push(shop);
         shop_bays.push(ids);
     }
+    change.commit().await?;
     let shop_ids: Vec<i64> = shop_rows.iter().map(|s| s.id).collect();
     let now = now_micros();
     let chunk = chunk(db);

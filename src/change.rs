@@ -21,6 +21,17 @@ impl Change {
         Ok(Change { tx: db.begin().await?, company_id, events: Vec::new() })
     }
 
+    /// A change that creates its company: call [`Change::assign_company`] once the company row
+    /// exists, before recording anything.
+    pub async fn begin_new_company(db: &Db) -> Result<Change, DbError> {
+        Ok(Change { tx: db.begin().await?, company_id: 0, events: Vec::new() })
+    }
+
+    pub fn assign_company(&mut self, company_id: i64) {
+        debug_assert!(self.company_id == 0 && self.events.is_empty());
+        self.company_id = company_id;
+    }
+
     pub fn company_id(&self) -> i64 {
         self.company_id
     }
@@ -33,6 +44,7 @@ impl Change {
     /// Records that `data` (the resource exactly as its GET shows it) changed.
     pub fn record<T: Serialize>(&mut self, kind: &'static str, shop_id: Option<i64>, data: &T) -> Result<(), ApiError> {
         debug_assert!(events::TYPES.contains(&kind), "unknown event type {kind}");
+        debug_assert!(self.company_id != 0, "an event before its company");
         let data = serde_json::to_string(data).map_err(|e| ApiError::Internal(format!("serializing a {kind} event: {e}")))?;
         self.events.push(NewEvent { kind, shop_id, data });
         Ok(())

@@ -1,10 +1,14 @@
 //! `serve --demo`: a realistic demo company for a first look at the API.
 
 use crate::{
-    api_keys::store as keys,
-    bays::store::{self as bays, BayFields},
+    api_keys::{self, store as keys},
+    bays::{
+        model::Bay,
+        store::{self as bays, BayFields},
+    },
+    change::Change,
     db::Db,
-    shop_hours::store as hours,
+    shop_hours,
     shops::{self, model::ShopFields},
 };
 
@@ -33,19 +37,22 @@ pub async fn load_if_empty(db: &Db) -> anyhow::Result<Option<Demo>> {
     if keys::company_count(db).await? > 0 {
         return Ok(None);
     }
-    let (company_id, api_key) = keys::create_company(db, "Demo Auto Group").await?;
+    let (company_id, api_key) = api_keys::create_company(db, "Demo Auto Group").await?;
     let shops = [
         shop("Downtown Auto Care", "Chicago", "IL", "60601", "America/Chicago"),
         shop("Westside Service Center", "Los Angeles", "CA", "90025", "America/Los_Angeles"),
         shop("Harbour Motors", "Sydney", "NSW", "2000", "Australia/Sydney"),
     ];
     let mut shop_ids = Vec::new();
+    // Like any other change, the demo data records its events.
+    let mut change = Change::begin(db, company_id).await?;
     for (n, fields) in shops.iter().enumerate() {
-        let shop = shops::create(db, company_id, fields).await.map_err(|e| anyhow::anyhow!("{e}"))?;
+        let shop = shops::create(&mut change, fields).await?;
         shop_ids.push(shop.id);
         for (order, title) in ["Bay 1", "Bay 2", "Bay 3", "Alignment", "Express Lube"].iter().enumerate().take(3 + n) {
             let bay = BayFields { shop_id: shop.id, title: (*title).into(), order: order as i64, active: true };
-            bays::insert(db, company_id, &bay).await?;
+            let row = bays::insert(change.tx(), company_id, &bay).await?;
+            change.record("bay.created", Some(shop.id), &Bay::from(row))?;
         }
         // Monday to Friday 8:00-17:00 (Wednesday with a lunch break), Saturday morning.
         let mut week = Vec::new();
@@ -58,8 +65,9 @@ pub async fn load_if_empty(db: &Db) -> anyhow::Result<Option<Demo>> {
             }
         }
         week.push((6, 9 * 60, 13 * 60));
-        hours::replace_week(db, company_id, shop.id, &week).await?;
+        shop_hours::replace_week(&mut change, &shop, &week).await?;
     }
+    change.commit().await?;
     crate::customers::demo::load_demo(db, company_id, &shop_ids).await?;
     crate::appointments::load_demo(db, company_id).await?;
     Ok(Some(Demo { company_id, api_key }))

@@ -23,7 +23,7 @@ async fn main() -> anyhow::Result<()> {
             let name = name.trim();
             anyhow::ensure!(!name.is_empty(), "--name must not be empty");
             let db = open(&database).await?;
-            let (company_id, api_key) = api_keys::store::create_company(&db, name).await?;
+            let (company_id, api_key) = api_keys::create_company(&db, name).await?;
             println!("{}", serde_json::json!({"company_id": company_id, "api_key": api_key}));
             db.close().await;
             Ok(())

@@ -14,7 +14,8 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 
 use crate::{
     auth::{CompanyAdmin, Role, parse_shop_list},
-    db::ShopFilter,
+    change::Change,
+    db::{Db, ShopFilter},
     error::{ApiError, FieldErrors, Problem},
     extract::{JsonBody, path_id},
     listing::{ListQuery, ListSpec, Page, RequestUrl},
@@ -23,7 +24,7 @@ use crate::{
     time,
     validate,
 };
-use store::KeyRecordRow;
+use store::{KeyRecordRow, Revocation};
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(list_keys, create_key)).routes(routes!(get_key, revoke_key))
@@ -133,8 +134,11 @@ async fn create_key(State(state): State<AppState>, CompanyAdmin(caller): Company
         ids.dedup();
     }
     errors.into_result()?;
-    let (row, key) = store::insert(&state.db, caller.company_id, name.trim(), role.unwrap_or(Role::Read), shops.as_deref()).await?;
+    let mut change = Change::begin(&state.db, caller.company_id).await?;
+    let (row, key) = store::insert(change.tx(), caller.company_id, name.trim(), role.unwrap_or(Role::Read), shops.as_deref()).await?;
     let mut record = ApiKeyRecord::from(row);
+    change.record("api_key.created", None, &record)?;
+    change.commit().await?;
     record.api_key = Some(key);
     Ok(created(format!("/api/v1/api_keys/{}", record.id), record))
 }
@@ -157,10 +161,27 @@ async fn revoke_key(State(state): State<AppState>, CompanyAdmin(caller): Company
     if id == caller.key_id {
         return Err(ApiError::invalid("id", "A key cannot revoke itself; revoke it with another admin key."));
     }
-    if store::revoke(&state.db, caller.company_id, id).await? {
-        state.keys.forget(id);
-        Ok(StatusCode::NO_CONTENT)
-    } else {
-        Err(ApiError::not_found("API key"))
+    let mut change = Change::begin(&state.db, caller.company_id).await?;
+    match store::revoke(change.tx(), caller.company_id, id).await? {
+        Revocation::Revoked(row) => {
+            change.record("api_key.revoked", None, &ApiKeyRecord::from(row))?;
+            change.commit().await?;
+        }
+        Revocation::Already => {}
+        Revocation::NotFound => return Err(ApiError::not_found("API key")),
     }
+    state.keys.forget(id);
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Creates a company and its first admin key, atomically (the CLI and the demo). Returns the
+/// company id and the key.
+pub async fn create_company(db: &Db, name: &str) -> Result<(i64, String), ApiError> {
+    let mut change = Change::begin_new_company(db).await?;
+    let company_id = store::insert_company(change.tx(), name).await?;
+    change.assign_company(company_id);
+    let (row, key) = store::insert(change.tx(), company_id, "bootstrap admin", Role::Admin, None).await?;
+    change.record("api_key.created", None, &ApiKeyRecord::from(row))?;
+    change.commit().await?;
+    Ok((company_id, key))
 }

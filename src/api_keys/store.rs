@@ -48,44 +48,43 @@ fn insert_query(company_id: i64, name: &str, role: Role, shops: Option<&[i64]>) 
 }
 
 /// Creates a key; returns its record and the key itself (the only time it exists in clear).
-pub async fn insert(db: &Db, company_id: i64, name: &str, role: Role, shops: Option<&[i64]>) -> Result<(KeyRecordRow, String), DbError> {
+pub async fn insert(tx: &mut Tx, company_id: i64, name: &str, role: Role, shops: Option<&[i64]>) -> Result<(KeyRecordRow, String), DbError> {
     let (q, key) = insert_query(company_id, name, role, shops);
-    let row = db.write_fetch_optional(&q).await?.ok_or(DbError::NoRow)?;
+    let row = tx.fetch_optional(&q).await?.ok_or(DbError::NoRow)?;
     Ok((row, key))
 }
 
-pub async fn insert_in(tx: &mut Tx, company_id: i64, name: &str, role: Role) -> Result<String, DbError> {
-    let (q, key) = insert_query(company_id, name, role, None);
-    tx.execute(&q).await?;
-    Ok(key)
+/// Outcome of [`revoke`].
+pub enum Revocation {
+    /// Revoked by this call: the record afterwards.
+    Revoked(KeyRecordRow),
+    /// Revoked before; nothing changed.
+    Already,
+    NotFound,
 }
 
-/// Revokes a key of the company. `false` when no such key exists. The revocation and its notice
-/// to every replica's key cache commit together.
-pub async fn revoke(db: &Db, company_id: i64, id: i64) -> Result<bool, DbError> {
-    let mut tx = db.begin().await?;
-    let q = Query::new("UPDATE api_keys SET revoked_at = COALESCE(revoked_at, $3) WHERE company_id = $1 AND id = $2")
-        .bind(company_id)
-        .bind(id)
-        .bind(now_micros());
-    let found = tx.execute(&q).await? > 0;
-    if found {
+/// Revokes a key of the company. The revocation and its notice to every replica's key cache
+/// commit together.
+pub async fn revoke(tx: &mut Tx, company_id: i64, id: i64) -> Result<Revocation, DbError> {
+    let q = Query::new(format!(
+        "UPDATE api_keys SET revoked_at = $3 WHERE company_id = $1 AND id = $2 AND revoked_at IS NULL RETURNING {COLUMNS}"
+    ))
+    .bind(company_id)
+    .bind(id)
+    .bind(now_micros());
+    if let Some(row) = tx.fetch_optional::<KeyRecordRow>(&q).await? {
         tx.notify(REVOCATION_CHANNEL, id.to_string()).await?;
+        return Ok(Revocation::Revoked(row));
     }
-    tx.commit().await?;
-    Ok(found)
+    let q = Query::new("SELECT id FROM api_keys WHERE company_id = $1 AND id = $2").bind(company_id).bind(id);
+    Ok(if tx.fetch_optional::<(i64,)>(&q).await?.is_some() { Revocation::Already } else { Revocation::NotFound })
 }
 
-/// Creates a company and its first admin key, atomically.
-pub async fn create_company(db: &Db, name: &str) -> Result<(i64, String), DbError> {
-    let mut tx = db.begin().await?;
-    let (id,): (i64,) = tx
-        .fetch_optional(&Query::new("INSERT INTO companies (name, created_at) VALUES ($1, $2) RETURNING id").bind(name).bind(now_micros()))
-        .await?
-        .ok_or(DbError::NoRow)?;
-    let key = insert_in(&mut tx, id, "bootstrap admin", Role::Admin).await?;
-    tx.commit().await?;
-    Ok((id, key))
+/// Inserts a company; returns its id.
+pub async fn insert_company(tx: &mut Tx, name: &str) -> Result<i64, DbError> {
+    let q = Query::new("INSERT INTO companies (name, created_at) VALUES ($1, $2) RETURNING id").bind(name).bind(now_micros());
+    let (id,): (i64,) = tx.fetch_optional(&q).await?.ok_or(DbError::NoRow)?;
+    Ok(id)
 }
 
 pub async fn company_count(db: &Db) -> Result<i64, DbError> {

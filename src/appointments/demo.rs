@@ -2,11 +2,15 @@
 
 use chrono::{Days, NaiveTime, Utc};
 
-use super::store::{AppointmentFields, insert_query};
+use super::{
+    model::Appointment,
+    store::{AppointmentFields, AppointmentRow, insert_query},
+};
 use crate::{
     bays::store as bays,
     customers::store::{self as customers, CustomerFilter},
-    db::{Db, ShopFilter, page::PageRequest},
+    change::Change,
+    db::{Db, DbError, ShopFilter, page::PageRequest},
     shops::store as shops,
     sources::model::APPOINTMENT_SOURCES,
     time::local_to_utc,
@@ -46,7 +50,7 @@ pub async fn load_demo(db: &Db, company_id: i64) -> anyhow::Result<()> {
     let (people, _) = customers::list(db, company_id, &ShopFilter::All, &CustomerFilter::default(), &page).await?;
     let now = Utc::now();
     let mut rng = Lcg(0x5eed_0000 + company_id as u64);
-    let mut tx = db.begin().await?;
+    let mut change = Change::begin(db, company_id).await?;
     for _ in 0..COUNT {
         let shop = &shops[rng.below(shops.len())];
         let tz = shop.tz();
@@ -95,8 +99,10 @@ pub async fn load_demo(db: &Db, company_id: i64) -> anyhow::Result<()> {
         fields.localize(tz);
         // Booked up to a week before the visit, never in the future.
         let booked = (start_at - rng.below(7 * 24) as i64 * 3_600_000_000).min(now.timestamp_micros());
-        tx.execute(&insert_query(company_id, &fields, booked)).await?;
+        let mut row: AppointmentRow = change.tx().fetch_optional(&insert_query(company_id, &fields, booked)).await?.ok_or(DbError::NoRow)?;
+        row.column_title = fields.bay_id.and_then(|id| bays.iter().find(|b| b.id == id)).map(|b| b.title.clone());
+        change.record("appointment.created", Some(shop.id), &Appointment::from(row))?;
     }
-    tx.commit().await?;
+    change.commit().await?;
     Ok(())
 }

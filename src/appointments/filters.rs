@@ -14,8 +14,18 @@ use crate::{
     shops::store as shops,
 };
 
-pub const FILTERS: [&str; 11] =
-    ["first_name", "last_name", "reason", "year", "make", "model", "date", "time", "status", "updated_date", "shop_id"];
+pub const FILTERS: [&str; 12] =
+    ["first_name", "last_name", "reason", "year", "make", "model", "date", "time", "status", "updated_date", "shop_id", "trashed"];
+
+/// Which appointments a list holds, by their soft delete (`filter[trashed]`).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub enum Trashed {
+    /// Live ones only (no filter given).
+    #[default]
+    Without,
+    With,
+    Only,
+}
 
 /// Everything that narrows the list, besides the shops.
 #[derive(Debug, Default)]
@@ -31,6 +41,7 @@ pub struct ListFilters {
     /// Inclusive micros.
     pub updated: Option<(i64, i64)>,
     pub range: Option<Range>,
+    pub trashed: Trashed,
 }
 
 /// A `start_date` / `end_date` range resolved to UTC bounds.
@@ -54,7 +65,7 @@ fn filled(v: Option<&str>) -> Option<&str> {
 impl ListFilters {
     /// True when no filter narrows the list beyond its shops.
     pub fn is_unfiltered(&self) -> bool {
-        let ListFilters { appointment_id, text, year, local_date, local_time, done, updated, range } = self;
+        let ListFilters { appointment_id, text, year, local_date, local_time, done, updated, range, trashed } = self;
         appointment_id.is_none()
             && text.is_empty()
             && year.is_none()
@@ -63,6 +74,7 @@ impl ListFilters {
             && done.is_none()
             && updated.is_none()
             && range.is_none()
+            && *trashed == Trashed::Without
     }
 
     /// Parses the filters; the date range still needs [`ListFilters::resolve_range`].
@@ -92,6 +104,14 @@ impl ListFilters {
             Some("complete") => f.done = Some(true),
             Some("incomplete") => f.done = Some(false),
             Some(_) => errors.add("filter[status]", "The filter[status] parameter must be complete, incomplete or both."),
+        }
+        // Unlike the other filters an empty value is refused: spatie/laravel-query-builder's
+        // convention, which decisions §10 follows.
+        match list.filter("trashed").map(str::trim) {
+            None => {}
+            Some("with") => f.trashed = Trashed::With,
+            Some("only") => f.trashed = Trashed::Only,
+            Some(_) => errors.add("filter[trashed]", "The filter[trashed] parameter must be with or only."),
         }
         if let Some(v) = filled(list.filter("updated_date")) {
             match parse_date(v) {

@@ -13,6 +13,7 @@ use std::collections::HashMap;
 use axum::{
     Json,
     extract::{Path, State},
+    http::StatusCode,
     response::Response,
 };
 use utoipa_axum::{router::OpenApiRouter, routes};
@@ -21,8 +22,9 @@ pub use demo::load_demo;
 
 use crate::{
     auth::{Caller, Writer},
+    change::Change,
     customers::{model::Customer, store as customers},
-    db::ShopFilter,
+    db::{ShopFilter, now_micros},
     error::{ApiError, Problem},
     extract::{JsonBody, path_id},
     listing::{ListQuery, ListSpec, Page, RequestUrl},
@@ -36,7 +38,7 @@ use model::{Appointment, AppointmentInput, AppointmentListParams, NewAppointment
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(list_appointments, create_appointment))
-        .routes(routes!(get_appointment, update_appointment))
+        .routes(routes!(get_appointment, update_appointment, delete_appointment))
 }
 
 const LIST: ListSpec = ListSpec {
@@ -101,9 +103,13 @@ async fn create_appointment(
     JsonBody(input): JsonBody<AppointmentInput>,
 ) -> Result<Response, ApiError> {
     let valid = validation::validate(&state.db, &caller, input, None).await?;
-    let mut row = store::insert(&state.db, caller.company_id, &valid.fields).await?;
+    let mut change = Change::begin(&state.db, caller.company_id).await?;
+    let mut row = store::insert(change.tx(), caller.company_id, &valid.fields).await?;
     row.column_title = valid.column_title;
-    Ok(created(format!("/api/v1/appointments/{}", row.id), Appointment::from(row)))
+    let appointment = Appointment::from(row);
+    change.record("appointment.created", Some(appointment.shop_id), &appointment)?;
+    change.commit().await?;
+    Ok(created(format!("/api/v1/appointments/{}", appointment.appointment_id), appointment))
 }
 
 /// Update an appointment (`write` or `admin` key). Omitted fields keep their value; `null`
@@ -118,12 +124,41 @@ async fn update_appointment(
     JsonBody(input): JsonBody<AppointmentInput>,
 ) -> Result<Json<Appointment>, ApiError> {
     let current = visible(&state, &caller, &id).await?;
+    if current.deleted_at.is_some() {
+        return Err(deleted_is_read_only());
+    }
     let valid = validation::validate(&state.db, &caller, input, Some(&current)).await?;
-    let mut row = store::update(&state.db, caller.company_id, current.id, &valid.fields)
-        .await?
-        .ok_or_else(|| ApiError::not_found("Appointment"))?;
+    let mut change = Change::begin(&state.db, caller.company_id).await?;
+    // No row: deleted since it was read.
+    let mut row = store::update(change.tx(), caller.company_id, current.id, &valid.fields).await?.ok_or_else(deleted_is_read_only)?;
     row.column_title = valid.column_title;
-    Ok(Json(row.into()))
+    let appointment = Appointment::from(row);
+    change.record("appointment.updated", Some(appointment.shop_id), &appointment)?;
+    change.commit().await?;
+    Ok(Json(appointment))
+}
+
+fn deleted_is_read_only() -> ApiError {
+    ApiError::Conflict("The appointment is deleted: deleted appointments are read-only.".into())
+}
+
+/// Cancel an appointment (`write` or `admin` key): a soft delete. It stays readable with
+/// `deleted` set, leaves the lists (see `filter[trashed]`) and can no longer be changed.
+/// Deleting it again answers 204 and keeps the first `deleted` time.
+#[utoipa::path(delete, path = "/api/v1/appointments/{id}", tag = "appointments", params(("id" = i64, Path)),
+    responses((status = 204, description = "Deleted (or deleted already)"), (status = 403, body = Problem), (status = 404, body = Problem)))]
+async fn delete_appointment(State(state): State<AppState>, Writer(caller): Writer, Path(id): Path<String>) -> Result<StatusCode, ApiError> {
+    let current = visible(&state, &caller, &id).await?;
+    if current.deleted_at.is_some() {
+        return Ok(StatusCode::NO_CONTENT);
+    }
+    let mut change = Change::begin(&state.db, caller.company_id).await?;
+    if let Some(row) = store::soft_delete(change.tx(), caller.company_id, current.id, now_micros()).await? {
+        let appointment = Appointment::from(row);
+        change.record("appointment.deleted", Some(appointment.shop_id), &appointment)?;
+        change.commit().await?;
+    }
+    Ok(StatusCode::NO_CONTENT)
 }
 
 /// For customers' `with_details`: each customer's appointments in the given shops (as this API

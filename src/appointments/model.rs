@@ -36,7 +36,7 @@ pub struct Appointment {
     /// Creation time (UTC).
     pub timestamp: String,
     pub updated_at: Option<String>,
-    /// Time of a soft delete; always null (appointments are not deleted through this API).
+    /// When the appointment was cancelled (`DELETE`); null while it is live.
     pub deleted: Option<String>,
     /// Status of the linked work order, if any.
     pub status: Option<String>,
@@ -284,6 +284,10 @@ pub struct AppointmentListParams {
     /// `complete`, `incomplete` or `both` (default).
     #[param(rename = "filter[status]", pattern = r"^(complete|incomplete|both)?$")]
     filter_status: Option<String>,
+    /// Deleted appointments: `with` includes them, `only` lists nothing else. Absent: lists
+    /// leave them out. Any other value, the empty one included, is a 422.
+    #[param(rename = "filter[trashed]", pattern = r"^(with|only)$")]
+    filter_trashed: Option<String>,
     /// Last updated on this UTC day, `YYYY-MM-DD`.
     #[param(rename = "filter[updated_date]", pattern = r"^([0-9]{4}-[0-9]{2}-[0-9]{2})?$")]
     filter_updated_date: Option<String>,

@@ -2,7 +2,10 @@
 
 use chrono_tz::Tz;
 
-use super::{filters::ListFilters, timing::local_parts};
+use super::{
+    filters::{ListFilters, Trashed},
+    timing::local_parts,
+};
 use crate::{
     db::{
         Db, DbError, Query, ShopFilter, Tx, now_micros,
@@ -153,21 +156,36 @@ pub fn insert_many_query(company_id: i64, rows: &[(AppointmentFields, i64)]) -> 
     q
 }
 
-pub async fn insert(db: &Db, company_id: i64, f: &AppointmentFields) -> Result<AppointmentRow, DbError> {
-    db.write_fetch_optional(&insert_query(company_id, f, now_micros())).await?.ok_or(DbError::NoRow)
+pub async fn insert(tx: &mut Tx, company_id: i64, f: &AppointmentFields) -> Result<AppointmentRow, DbError> {
+    tx.fetch_optional(&insert_query(company_id, f, now_micros())).await?.ok_or(DbError::NoRow)
 }
 
-pub async fn update(db: &Db, company_id: i64, id: i64, f: &AppointmentFields) -> Result<Option<AppointmentRow>, DbError> {
+/// `None` when the appointment is deleted (or does not exist): deleted ones are read-only.
+pub async fn update(tx: &mut Tx, company_id: i64, id: i64, f: &AppointmentFields) -> Result<Option<AppointmentRow>, DbError> {
     let sets: Vec<String> = WRITE_COLUMNS.split(',').enumerate().map(|(i, c)| format!("{} = ${}", c.trim(), i + 4)).collect();
     let q = Query::new(format!(
-        "UPDATE appointments SET updated_at = $3, {} WHERE company_id = $1 AND id = $2 RETURNING {}",
+        "UPDATE appointments SET updated_at = $3, {} WHERE company_id = $1 AND id = $2 AND deleted_at IS NULL RETURNING {}",
         sets.join(", "),
         returning_columns()
     ))
     .bind(company_id)
     .bind(id)
     .bind(now_micros());
-    db.write_fetch_optional(&bind_fields(q, f)).await
+    tx.fetch_optional(&bind_fields(q, f)).await
+}
+
+/// Soft-deletes an appointment: sets `deleted_at` and `updated_at`. `None` when it was deleted
+/// already (the first time is kept) or does not exist.
+pub async fn soft_delete(tx: &mut Tx, company_id: i64, id: i64, now: i64) -> Result<Option<AppointmentRow>, DbError> {
+    // SQLite's RETURNING cannot see a table alias: the bay subquery names the table.
+    let q = Query::new(format!(
+        "UPDATE appointments SET deleted_at = $3, updated_at = $3 WHERE company_id = $1 AND id = $2 AND deleted_at IS NULL \
+         RETURNING {FIELDS}, (SELECT b.title FROM bays b WHERE b.company_id = appointments.company_id AND b.id = appointments.bay_id) AS column_title"
+    ))
+    .bind(company_id)
+    .bind(id)
+    .bind(now);
+    tx.fetch_optional(&q).await
 }
 
 pub async fn find(db: &Db, company_id: i64, id: i64) -> Result<Option<AppointmentRow>, DbError> {
@@ -181,6 +199,11 @@ pub async fn find(db: &Db, company_id: i64, id: i64) -> Result<Option<Appointmen
 pub fn list_query(company_id: i64, shops: &ShopFilter, f: &ListFilters) -> Query {
     let mut q = Query::new("FROM appointments a WHERE company_id = $1").bind(company_id);
     shops.push_sql(&mut q, "shop_id");
+    match f.trashed {
+        Trashed::Without => q.push(" AND deleted_at IS NULL"),
+        Trashed::With => &mut q,
+        Trashed::Only => q.push(" AND deleted_at IS NOT NULL"),
+    };
     if let Some(id) = f.appointment_id {
         q.push(" AND id = ").push_bind(id);
     }
@@ -269,13 +292,13 @@ pub fn list_statements(company_id: i64, shops: &ShopFilter, f: &ListFilters, pag
     (rows, total)
 }
 
-/// Every appointment of the given customers (one query for a page of customers), by customer,
-/// then scheduled start, then id.
+/// Every live (not deleted) appointment of the given customers (one query for a page of
+/// customers), by customer, then scheduled start, then id.
 pub async fn for_customers(db: &Db, company_id: i64, customer_ids: &[i64]) -> Result<Vec<AppointmentRow>, DbError> {
     if customer_ids.is_empty() {
         return Ok(Vec::new());
     }
-    let mut q = Query::new(format!("SELECT {} FROM appointments a WHERE company_id = $1 AND customer_id IN ", select_columns()))
+    let mut q = Query::new(format!("SELECT {} FROM appointments a WHERE company_id = $1 AND deleted_at IS NULL AND customer_id IN ", select_columns()))
         .bind(company_id);
     q.push_in_list(customer_ids).push(" ORDER BY customer_id, start_at, id");
     db.fetch_all(&q).await

@@ -13,6 +13,7 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 use crate::{
     state::AppState,
     auth::{Admin, Caller},
+    change::Change,
     error::{ApiError, FieldErrors, Problem},
     extract::{JsonBody, parse_bool, path_id},
     listing::{ListQuery, ListSpec, Page, RequestUrl},
@@ -68,8 +69,13 @@ async fn create_bay(State(state): State<AppState>, Admin(caller): Admin, JsonBod
         order: input.order.unwrap_or(0),
         active: input.active.unwrap_or(true),
     };
-    let row = store::insert(&state.db, caller.company_id, &fields).await.map_err(unique_as_invalid("title"))?;
-    Ok(created(format!("/api/v1/bays/{}", row.id), Bay::from(row)))
+    let mut change = Change::begin(&state.db, caller.company_id).await?;
+    let row = store::insert(change.tx(), caller.company_id, &fields).await.map_err(unique_as_invalid("title"))?;
+    let location = format!("/api/v1/bays/{}", row.id);
+    let bay = Bay::from(row);
+    change.record("bay.created", Some(fields.shop_id), &bay)?;
+    change.commit().await?;
+    Ok(created(location, bay))
 }
 
 /// Update a bay (admin). Omitted fields keep their value.
@@ -102,11 +108,16 @@ async fn update_bay(
         order: input.order.unwrap_or(current.sort_order),
         active: input.active.unwrap_or(current.active),
     };
-    let row = store::update(&state.db, caller.company_id, current.id, &fields)
-        .await
-        .map_err(unique_as_invalid("title"))?
-        .ok_or_else(|| ApiError::not_found("Bay"))?;
-    Ok(Json(row.into()))
+    let mut change = Change::begin(&state.db, caller.company_id).await?;
+    let bay = Bay::from(
+        store::update(change.tx(), caller.company_id, current.id, &fields)
+            .await
+            .map_err(unique_as_invalid("title"))?
+            .ok_or_else(|| ApiError::not_found("Bay"))?,
+    );
+    change.record("bay.updated", Some(fields.shop_id), &bay)?;
+    change.commit().await?;
+    Ok(Json(bay))
 }
 
 async fn visible_bay(state: &AppState, caller: &Caller, raw_id: &str) -> Result<store::BayRow, ApiError> {

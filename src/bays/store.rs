@@ -1,5 +1,5 @@
 use crate::{
-    db::{Db, DbError, Query, ShopFilter, now_micros, page::{PageRequest, Sort, fetch_page}},
+    db::{Db, DbError, Query, ShopFilter, Tx, now_micros, page::{PageRequest, Sort, fetch_page}},
 };
 
 /// Sortable fields and their columns.
@@ -54,7 +54,7 @@ pub struct BayFields {
 }
 
 /// `Err(DbError::Unique)` when the shop already has a bay of that title.
-pub async fn insert(db: &Db, company_id: i64, f: &BayFields) -> Result<BayRow, DbError> {
+pub async fn insert(tx: &mut Tx, company_id: i64, f: &BayFields) -> Result<BayRow, DbError> {
     let now = now_micros();
     let q = Query::new(format!(
         "INSERT INTO bays (company_id, shop_id, title, title_key, sort_order, active, created_at, updated_at) \
@@ -67,10 +67,10 @@ pub async fn insert(db: &Db, company_id: i64, f: &BayFields) -> Result<BayRow, D
     .bind(f.order)
     .bind(f.active)
     .bind(now);
-    db.write_fetch_optional(&q).await?.ok_or(DbError::NoRow)
+    tx.fetch_optional(&q).await?.ok_or(DbError::NoRow)
 }
 
-pub async fn update(db: &Db, company_id: i64, id: i64, f: &BayFields) -> Result<Option<BayRow>, DbError> {
+pub async fn update(tx: &mut Tx, company_id: i64, id: i64, f: &BayFields) -> Result<Option<BayRow>, DbError> {
     let q = Query::new(format!(
         "UPDATE bays SET shop_id = $3, title = $4, title_key = $5, sort_order = $6, active = $7, updated_at = $8 \
          WHERE company_id = $1 AND id = $2 RETURNING {COLUMNS}"
@@ -83,7 +83,7 @@ pub async fn update(db: &Db, company_id: i64, id: i64, f: &BayFields) -> Result<
     .bind(f.order)
     .bind(f.active)
     .bind(now_micros());
-    db.write_fetch_optional(&q).await
+    tx.fetch_optional(&q).await
 }
 
 /// Whether appointments are scheduled in the bay (rare admin check: it walks the shop's

@@ -6,8 +6,16 @@ use chrono::{Duration, NaiveDate};
 use super::store::{self, CustomerFields};
 use crate::{
     db::{Db, now_micros},
-    receivables::store::{self as receivables, ReceivableFields},
-    ship_tos::store::{self as ship_tos, ShipToFields},
+    change::Change,
+    customers::model::Customer,
+    receivables::{
+        model::Receivable,
+        store::{self as receivables, Payment, ReceivableFields},
+    },
+    ship_tos::{
+        model::ShipTo,
+        store::{self as ship_tos, ShipToFields},
+    },
 };
 
 const CUSTOMERS: usize = 300;
@@ -56,7 +64,7 @@ pub async fn load_demo(db: &Db, company_id: i64, shop_ids: &[i64]) -> anyhow::Re
     let today = chrono::Utc::now().date_naive();
     let day = |d: NaiveDate| d.format("%Y-%m-%d").to_string();
     let now = now_micros();
-    let mut tx = db.begin().await?;
+    let mut change = Change::begin(db, company_id).await?;
     for n in 0..CUSTOMERS {
         let first = rng.pick(&FIRST);
         let last = rng.pick(&LAST);
@@ -86,7 +94,8 @@ pub async fn load_demo(db: &Db, company_id: i64, shop_ids: &[i64]) -> anyhow::Re
             terms: rng.pick(&TERMS).to_owned(),
             customer_number: format!("C{:05}", n + 1),
         };
-        let customer = store::insert_tx(&mut tx, company_id, &fields, now).await?;
+        let customer = store::insert(change.tx(), company_id, &fields, now).await?;
+        change.record("customer.created", Some(fields.shop_id), &Customer::from(customer.clone()))?;
         for s in 0..rng.below(3) {
             let ship_to = ShipToFields {
                 number: format!("{}", s + 1),
@@ -101,7 +110,8 @@ pub async fn load_demo(db: &Db, company_id: i64, shop_ids: &[i64]) -> anyhow::Re
                 home_phone: String::new(),
                 cell_phone: String::new(),
             };
-            ship_tos::insert_tx(&mut tx, company_id, customer.id, &ship_to, now).await?;
+            let row = ship_tos::insert(change.tx(), company_id, customer.id, &ship_to, now).await?;
+            change.record("ship_to.created", Some(fields.shop_id), &ShipTo::from(row))?;
         }
         for a in 0..rng.below(4) {
             let date = today - Duration::days(5 + rng.below(120) as i64);
@@ -115,7 +125,8 @@ pub async fn load_demo(db: &Db, company_id: i64, shop_ids: &[i64]) -> anyhow::Re
                 actual_date: day(date),
                 amount,
             };
-            let row = receivables::insert_tx(&mut tx, company_id, customer.id, &entry, now).await?;
+            let row = receivables::insert(change.tx(), company_id, customer.id, &entry, now).await?;
+            change.record("receivable.created", Some(fields.shop_id), &Receivable::from(row.clone()))?;
             // About a third paid in full, a third partly paid, the rest open (overdue when the
             // due date has passed).
             let paid = match rng.below(3) {
@@ -125,10 +136,12 @@ pub async fn load_demo(db: &Db, company_id: i64, shop_ids: &[i64]) -> anyhow::Re
             };
             if paid > 0 {
                 let paid_on = day(date + Duration::days(rng.below(30) as i64));
-                receivables::pay_tx(&mut tx, company_id, customer.id, row.id, paid, &paid_on, now).await?;
+                if let Payment::Applied(row) = receivables::pay(change.tx(), company_id, customer.id, row.id, paid, &paid_on, now).await? {
+                    change.record("payment.created", Some(fields.shop_id), &Receivable::from(row))?;
+                }
             }
         }
     }
-    tx.commit().await?;
+    change.commit().await?;
     Ok(())
 }

@@ -17,6 +17,8 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 use crate::{
     state::AppState,
     auth::{Caller, Writer},
+    change::Change,
+    db::now_micros,
     error::{ApiError, FieldErrors, Problem},
     extract::{JsonBody, path_id},
     listing::{ListQuery, ListSpec, Page, RequestUrl},
@@ -114,8 +116,11 @@ async fn create_customer(
         scope::body_shop(&state.db, &caller, Some(fields.shop_id), &mut reader.errors).await?;
     }
     reader.errors.into_result()?;
-    let row = store::insert(&state.db, caller.company_id, &fields).await.map_err(unique_as_invalid("customer_number"))?;
-    Ok(created(format!("/api/v1/customers/{}", row.id), Customer::from(row)))
+    let mut change = Change::begin(&state.db, caller.company_id).await?;
+    let customer = Customer::from(store::insert(change.tx(), caller.company_id, &fields, now_micros()).await.map_err(unique_as_invalid("customer_number"))?);
+    change.record("customer.created", Some(customer.shop_id), &customer)?;
+    change.commit().await?;
+    Ok(created(format!("/api/v1/customers/{}", customer.customer_id), customer))
 }
 
 /// Update a customer (`write` or `admin` key). Omitted fields keep their value.
@@ -135,11 +140,16 @@ async fn update_customer(
         scope::body_shop(&state.db, &caller, Some(fields.shop_id), &mut reader.errors).await?;
     }
     reader.errors.into_result()?;
-    let row = store::update(&state.db, caller.company_id, id, &fields)
-        .await
-        .map_err(unique_as_invalid("customer_number"))?
-        .ok_or_else(|| ApiError::not_found("Customer"))?;
-    Ok(Json(row.into()))
+    let mut change = Change::begin(&state.db, caller.company_id).await?;
+    let customer = Customer::from(
+        store::update(change.tx(), caller.company_id, id, &fields)
+            .await
+            .map_err(unique_as_invalid("customer_number"))?
+            .ok_or_else(|| ApiError::not_found("Customer"))?,
+    );
+    change.record("customer.updated", Some(customer.shop_id), &customer)?;
+    change.commit().await?;
+    Ok(Json(customer))
 }
 
 /// A customer of the caller's company in a shop the key may see, from a path id; else 404.

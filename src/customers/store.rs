@@ -3,7 +3,7 @@
 
 use crate::{
     db::{
-        Db, DbError, Query, ShopFilter, now_micros,
+        Db, DbError, Query, ShopFilter, Tx, now_micros,
         page::{PageRequest, Sort, fetch_page_with, page_statements},
     },
 };
@@ -282,18 +282,12 @@ pub fn insert_many_query(company_id: i64, rows: &[CustomerFields], now: i64) -> 
 }
 
 /// `Err(DbError::Unique)` when the company already has a customer with that `customer_number`.
-pub async fn insert(db: &Db, company_id: i64, f: &CustomerFields) -> Result<CustomerRow, DbError> {
-    let q = insert_query(company_id, f, now_micros());
-    db.write_fetch_optional(&q).await?.ok_or(DbError::NoRow)
-}
-
-/// Inserts inside a transaction (the demo data loader).
-pub async fn insert_tx(tx: &mut crate::db::Tx, company_id: i64, f: &CustomerFields, now: i64) -> Result<CustomerRow, DbError> {
+pub async fn insert(tx: &mut Tx, company_id: i64, f: &CustomerFields, now: i64) -> Result<CustomerRow, DbError> {
     tx.fetch_optional(&insert_query(company_id, f, now)).await?.ok_or(DbError::NoRow)
 }
 
 /// `Err(DbError::Unique)` on a duplicate `customer_number`; `None` when no such customer.
-pub async fn update(db: &Db, company_id: i64, id: i64, f: &CustomerFields) -> Result<Option<CustomerRow>, DbError> {
+pub async fn update(tx: &mut Tx, company_id: i64, id: i64, f: &CustomerFields) -> Result<Option<CustomerRow>, DbError> {
     let sets: Vec<String> = VALUE_COLUMNS.iter().enumerate().map(|(i, c)| format!("{c} = ${}", i + 4)).collect();
     let q = Query::new(format!(
         "UPDATE customers SET updated_at = $3, {} WHERE company_id = $1 AND id = $2 RETURNING {COLUMNS}",
@@ -302,7 +296,7 @@ pub async fn update(db: &Db, company_id: i64, id: i64, f: &CustomerFields) -> Re
     .bind(company_id)
     .bind(id)
     .bind(now_micros());
-    db.write_fetch_optional(&bind_fields(q, f)).await
+    tx.fetch_optional(&bind_fields(q, f)).await
 }
 
 #[cfg(test)]

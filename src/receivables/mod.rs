@@ -13,6 +13,8 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 
 use crate::{
     state::AppState,
+    change::Change,
+    db::now_micros,
     auth::{Admin, Caller},
     body::{In, Reader, parse_date},
     customers::visible_customer,
@@ -168,8 +170,13 @@ async fn create_receivable(
         actual_date,
         amount,
     };
-    let row = store::insert(&state.db, caller.company_id, customer.id, &fields).await?;
-    Ok(created(format!("/api/v1/customers/{}/accounts_receivable/{}", customer.id, row.id), Receivable::from(row)))
+    let mut change = Change::begin(&state.db, caller.company_id).await?;
+    let row = store::insert(change.tx(), caller.company_id, customer.id, &fields, now_micros()).await?;
+    let location = format!("/api/v1/customers/{}/accounts_receivable/{}", customer.id, row.id);
+    let entry = Receivable::from(row);
+    change.record("receivable.created", Some(fields.shop_id), &entry)?;
+    change.commit().await?;
+    Ok(created(location, entry))
 }
 
 /// Record a payment on an entry (admin): lowers its balance and sets `payment_date`; answers
@@ -194,8 +201,14 @@ async fn create_payment(
     let date = r.required("date", date).unwrap_or_default();
     r.errors.into_result()?;
     let location = format!("/api/v1/customers/{}/accounts_receivable/{}", entry.customer_id, entry.id);
-    match store::pay(&state.db, caller.company_id, entry.customer_id, entry.id, amount, &date).await? {
-        Payment::Applied(row) => Ok(created(location, Receivable::from(row))),
+    let mut change = Change::begin(&state.db, caller.company_id).await?;
+    match store::pay(change.tx(), caller.company_id, entry.customer_id, entry.id, amount, &date, now_micros()).await? {
+        Payment::Applied(row) => {
+            let entry = Receivable::from(row);
+            change.record("payment.created", Some(entry.shop_id), &entry)?;
+            change.commit().await?;
+            Ok(created(location, entry))
+        }
         Payment::ExceedsBalance(balance) => Err(ApiError::invalid(
             "amount",
             format!("The amount must not be greater than the balance ({:.2}).", balance as f64 / 100.0),

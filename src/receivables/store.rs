@@ -1,7 +1,7 @@
 //! Accounts receivable and payment queries, always scoped by company and customer.
 
 use crate::{
-    db::{Db, DbError, Query, ShopFilter, Tx, now_micros, page::{PageRequest, Sort, fetch_page}},
+    db::{Db, DbError, Query, ShopFilter, Tx, page::{PageRequest, Sort, fetch_page}},
 };
 
 /// Sortable fields and their columns.
@@ -143,12 +143,6 @@ fn insert_query(company_id: i64, customer_id: i64, f: &ReceivableFields, now: i6
     .bind(now)
 }
 
-pub async fn insert(db: &Db, company_id: i64, customer_id: i64, f: &ReceivableFields) -> Result<ReceivableRow, DbError> {
-    db.write_fetch_optional(&insert_query(company_id, customer_id, f, now_micros()))
-        .await?
-        .ok_or(DbError::NoRow)
-}
-
 /// Outcome of [`pay`].
 pub enum Payment {
     Applied(ReceivableRow),
@@ -157,18 +151,9 @@ pub enum Payment {
     NotFound,
 }
 
-/// Records a payment and lowers the balance in one transaction. The balance check and the
-/// decrement are one conditional `UPDATE`, so concurrent payments can never overdraw an entry.
-pub async fn pay(db: &Db, company_id: i64, customer_id: i64, id: i64, amount: i64, date: &str) -> Result<Payment, DbError> {
-    let mut tx = db.begin().await?;
-    let outcome = pay_tx(&mut tx, company_id, customer_id, id, amount, date, now_micros()).await?;
-    if matches!(outcome, Payment::Applied(_)) {
-        tx.commit().await?;
-    }
-    Ok(outcome)
-}
-
-pub async fn pay_tx(
+/// Records a payment and lowers the balance. The balance check and the decrement are one
+/// conditional `UPDATE`, so concurrent payments can never overdraw an entry.
+pub async fn pay(
     tx: &mut Tx,
     company_id: i64,
     customer_id: i64,
@@ -212,8 +197,7 @@ pub async fn pay_tx(
     Ok(Payment::Applied(row))
 }
 
-/// Inserts an entry inside a transaction (the demo data loader).
-pub async fn insert_tx(tx: &mut Tx, company_id: i64, customer_id: i64, f: &ReceivableFields, now: i64) -> Result<ReceivableRow, DbError> {
+pub async fn insert(tx: &mut Tx, company_id: i64, customer_id: i64, f: &ReceivableFields, now: i64) -> Result<ReceivableRow, DbError> {
     tx.fetch_optional(&insert_query(company_id, customer_id, f, now))
         .await?
         .ok_or(DbError::NoRow)

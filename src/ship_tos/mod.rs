@@ -15,7 +15,8 @@ use crate::{
     auth::{Caller, Writer},
     body::{In, Reader},
     customers::visible_customer,
-    db::ShopFilter,
+    change::Change,
+    db::{ShopFilter, now_micros},
     error::{ApiError, Problem},
     extract::{JsonBody, path_id},
     listing::{ListQuery, ListSpec, Page, RequestUrl},
@@ -80,8 +81,13 @@ async fn create_ship_to(
 ) -> Result<Response, ApiError> {
     let customer = visible_customer(&state, &caller, &customer_id).await?;
     let fields = read(input)?;
-    let row = store::insert(&state.db, caller.company_id, customer.id, &fields).await.map_err(unique_as_invalid("number"))?;
-    Ok(created(format!("/api/v1/customers/{}/ship_tos/{}", customer.id, row.id), ShipTo::from(row)))
+    let mut change = Change::begin(&state.db, caller.company_id).await?;
+    let row = store::insert(change.tx(), caller.company_id, customer.id, &fields, now_micros()).await.map_err(unique_as_invalid("number"))?;
+    let location = format!("/api/v1/customers/{}/ship_tos/{}", customer.id, row.id);
+    let ship_to = ShipTo::from(row);
+    change.record("ship_to.created", Some(customer.shop_id), &ship_to)?;
+    change.commit().await?;
+    Ok(created(location, ship_to))
 }
 
 /// Replace a ship-to of the customer (`write` or `admin` key); the body is the create body.
@@ -98,11 +104,16 @@ async fn update_ship_to(
     let id = path_id(&id, "Ship-to")?;
     store::find(&state.db, caller.company_id, customer.id, id).await?.ok_or_else(|| ApiError::not_found("Ship-to"))?;
     let fields = read(input)?;
-    let row = store::update(&state.db, caller.company_id, customer.id, id, &fields)
-        .await
-        .map_err(unique_as_invalid("number"))?
-        .ok_or_else(|| ApiError::not_found("Ship-to"))?;
-    Ok(Json(row.into()))
+    let mut change = Change::begin(&state.db, caller.company_id).await?;
+    let ship_to = ShipTo::from(
+        store::update(change.tx(), caller.company_id, customer.id, id, &fields)
+            .await
+            .map_err(unique_as_invalid("number"))?
+            .ok_or_else(|| ApiError::not_found("Ship-to"))?,
+    );
+    change.record("ship_to.updated", Some(customer.shop_id), &ship_to)?;
+    change.commit().await?;
+    Ok(Json(ship_to))
 }
 
 /// Every field present; `number`, `name`, `address`, `city`, `state`, `zip` not blank; `email`

@@ -93,18 +93,12 @@ fn insert_query(company_id: i64, customer_id: i64, f: &ShipToFields, now: i64) -
 }
 
 /// `Err(DbError::Unique)` when the customer already has a ship-to with that number.
-pub async fn insert(db: &Db, company_id: i64, customer_id: i64, f: &ShipToFields) -> Result<ShipToRow, DbError> {
-    db.write_fetch_optional(&insert_query(company_id, customer_id, f, now_micros()))
-        .await?
-        .ok_or(DbError::NoRow)
-}
-
-pub async fn insert_tx(tx: &mut Tx, company_id: i64, customer_id: i64, f: &ShipToFields, now: i64) -> Result<ShipToRow, DbError> {
+pub async fn insert(tx: &mut Tx, company_id: i64, customer_id: i64, f: &ShipToFields, now: i64) -> Result<ShipToRow, DbError> {
     tx.fetch_optional(&insert_query(company_id, customer_id, f, now)).await?.ok_or(DbError::NoRow)
 }
 
 /// `None` when the customer has no such ship-to; `Err(DbError::Unique)` on a duplicate number.
-pub async fn update(db: &Db, company_id: i64, customer_id: i64, id: i64, f: &ShipToFields) -> Result<Option<ShipToRow>, DbError> {
+pub async fn update(tx: &mut Tx, company_id: i64, customer_id: i64, id: i64, f: &ShipToFields) -> Result<Option<ShipToRow>, DbError> {
     let q = Query::new(format!(
         "UPDATE ship_tos SET updated_at = $4, number = $5, name = $6, name_key = $7, address = $8, city = $9, \
          state = $10, zip = $11, email = $12, work_phone = $13, fax = $14, home_phone = $15, cell_phone = $16 \
@@ -114,5 +108,5 @@ pub async fn update(db: &Db, company_id: i64, customer_id: i64, id: i64, f: &Shi
     .bind(customer_id)
     .bind(id)
     .bind(now_micros());
-    db.write_fetch_optional(&bind_fields(q, f)).await
+    tx.fetch_optional(&bind_fields(q, f)).await
 }

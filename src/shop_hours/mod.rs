@@ -10,6 +10,7 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 
 use crate::{
     auth::{Admin, Caller},
+    change::Change,
     db::{Db, ShopFilter},
     error::{ApiError, FieldErrors, Problem},
     extract::{JsonBody, QueryParams},
@@ -48,10 +49,20 @@ async fn put_hours(State(state): State<AppState>, Admin(caller): Admin, JsonBody
     let week = model::validate_week(hours, &mut errors);
     errors.into_result()?;
     let shop = shop.ok_or_else(|| ApiError::Internal("validated shop missing".into()))?;
-    store::replace_week(&state.db, caller.company_id, shop.id, &week).await?;
-    let now = chrono::Utc::now();
-    let data = week.iter().map(|(day, open, close)| HoursRecord::new(shop.id, shop.tz(), *day, *open, *close, now)).collect();
+    let mut change = Change::begin(&state.db, caller.company_id).await?;
+    let data = replace_week(&mut change, &shop, &week).await?;
+    change.commit().await?;
     Ok(Json(DataList { data }))
+}
+
+/// Stores a shop's new week and records its `shop_hours.updated` event; returns the records.
+pub async fn replace_week(change: &mut Change, shop: &ShopRow, week: &[model::Interval]) -> Result<Vec<HoursRecord>, ApiError> {
+    let company_id = change.company_id();
+    store::replace_week(change.tx(), company_id, shop.id, week).await?;
+    let now = chrono::Utc::now();
+    let data: Vec<HoursRecord> = week.iter().map(|(day, open, close)| HoursRecord::new(shop.id, shop.tz(), *day, *open, *close, now)).collect();
+    change.record("shop_hours.updated", Some(shop.id), &data)?;
+    Ok(data)
 }
 
 /// Hours records of the given shops, grouped by shop (one query for all of them).

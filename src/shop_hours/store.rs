@@ -1,5 +1,5 @@
 use crate::{
-    db::{Db, DbError, Query, ShopFilter},
+    db::{Db, DbError, Query, ShopFilter, Tx},
 };
 
 use super::model::Interval;
@@ -20,10 +20,9 @@ pub async fn for_shops(db: &Db, company_id: i64, shops: &ShopFilter) -> Result<V
     db.fetch_all(&q).await
 }
 
-/// Replaces a shop's week in one transaction: either the whole new week is stored or nothing
-/// changes.
-pub async fn replace_week(db: &Db, company_id: i64, shop_id: i64, week: &[Interval]) -> Result<(), DbError> {
-    let mut tx = db.begin().await?;
+/// Replaces a shop's week inside the caller's transaction: either the whole new week is stored
+/// or nothing changes.
+pub async fn replace_week(tx: &mut Tx, company_id: i64, shop_id: i64, week: &[Interval]) -> Result<(), DbError> {
     tx.execute(&Query::new("DELETE FROM shop_hours WHERE company_id = $1 AND shop_id = $2").bind(company_id).bind(shop_id))
         .await?;
     for (day, open, close) in week {
@@ -37,5 +36,5 @@ pub async fn replace_week(db: &Db, company_id: i64, shop_id: i64, week: &[Interv
         .bind(*close);
         tx.execute(&q).await?;
     }
-    tx.commit().await
+    Ok(())
 }

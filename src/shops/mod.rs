@@ -16,6 +16,7 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 use crate::{
     state::AppState,
     auth::{Admin, Caller, CompanyAdmin},
+    change::Change,
     bays::{model::Bay, store as bays},
     error::{ApiError, Problem},
     extract::{JsonBody, QueryParams, path_id},
@@ -135,16 +136,20 @@ async fn get_shop(State(state): State<AppState>, caller: Caller, Path(id): Path<
     responses((status = 201, body = ShopInfo), (status = 422, body = Problem)))]
 async fn create_shop(State(state): State<AppState>, CompanyAdmin(caller): CompanyAdmin, JsonBody(input): JsonBody<ShopInput>) -> Result<Response, ApiError> {
     let fields = input.into_fields(None).map_err(ApiError::Validation)?;
-    let shop = create(&state.db, caller.company_id, &fields).await?;
+    let mut change = Change::begin(&state.db, caller.company_id).await?;
+    let shop = create(&mut change, &fields).await?;
+    change.commit().await?;
     Ok(created(format!("/api/v1/shops/{}", shop.id), ShopInfo::from(shop)))
 }
 
-/// Creates a shop with its default sources, atomically.
-pub async fn create(db: &crate::db::Db, company_id: i64, fields: &ShopFields) -> Result<store::ShopRow, ApiError> {
-    let mut tx = db.begin().await?;
-    let shop = store::insert(&mut tx, company_id, fields).await?;
-    sources::insert_defaults(&mut tx, company_id, shop.id).await?;
-    tx.commit().await?;
+/// Creates a shop with its default sources inside `change`, recording their events.
+pub async fn create(change: &mut Change, fields: &ShopFields) -> Result<store::ShopRow, ApiError> {
+    let company_id = change.company_id();
+    let shop = store::insert(change.tx(), company_id, fields).await?;
+    change.record("shop.created", Some(shop.id), &ShopInfo::from(shop.clone()))?;
+    for source in sources::insert_defaults(change.tx(), company_id, shop.id).await? {
+        change.record("source.created", Some(shop.id), &Source::from(source))?;
+    }
     Ok(shop)
 }
 
@@ -162,12 +167,15 @@ async fn update_shop(
     let fields = input.into_fields(Some(ShopFields::from_row(&current))).map_err(ApiError::Validation)?;
     // A new time zone moves the shop-local date and time stored with each appointment; both
     // changes commit together.
-    let mut tx = state.db.begin().await?;
-    let shop = store::update(&mut tx, caller.company_id, current.id, &fields).await?.ok_or_else(|| ApiError::not_found("Shop"))?;
+    // One `shop.updated` event stands for the re-localised appointments too (docs/api.md).
+    let mut change = Change::begin(&state.db, caller.company_id).await?;
+    let shop = store::update(change.tx(), caller.company_id, current.id, &fields).await?.ok_or_else(|| ApiError::not_found("Shop"))?;
     if shop.timezone != current.timezone {
-        crate::appointments::store::relocalize_shop(&mut tx, caller.company_id, shop.id, shop.tz()).await?;
+        crate::appointments::store::relocalize_shop(change.tx(), caller.company_id, shop.id, shop.tz()).await?;
     }
-    tx.commit().await?;
-    Ok(Json(shop.into()))
+    let info = ShopInfo::from(shop);
+    change.record("shop.updated", Some(info.shop_id), &info)?;
+    change.commit().await?;
+    Ok(Json(info))
 }
 

@@ -13,6 +13,7 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 use crate::{
     state::AppState,
     auth::{Admin, Caller},
+    change::Change,
     error::{ApiError, FieldErrors, Problem},
     extract::{JsonBody, parse_bool, path_id},
     listing::{ListQuery, ListSpec, Page, RequestUrl},
@@ -66,10 +67,15 @@ async fn create_source(State(state): State<AppState>, Admin(caller): Admin, Json
     let name = validate::required_text(&mut errors, "name", input.name).unwrap_or_default();
     validate::max_len(&mut errors, "name", &name, 100);
     errors.into_result()?;
-    let row = store::insert(&state.db, caller.company_id, shop_id.unwrap_or_default(), name.trim(), input.active.unwrap_or(true))
-        .await
-        .map_err(unique_as_invalid("name"))?;
-    Ok(created(format!("/api/v1/settings/sources/{}", row.id), Source::from(row)))
+    let mut change = Change::begin(&state.db, caller.company_id).await?;
+    let source = Source::from(
+        store::insert(change.tx(), caller.company_id, shop_id.unwrap_or_default(), name.trim(), input.active.unwrap_or(true))
+            .await
+            .map_err(unique_as_invalid("name"))?,
+    );
+    change.record("source.created", Some(source.shop_id), &source)?;
+    change.commit().await?;
+    Ok(created(format!("/api/v1/settings/sources/{}", source.id), source))
 }
 
 /// Update a source (admin). Omitted fields keep their value.
@@ -93,11 +99,16 @@ async fn update_source(
     validate::max_len(&mut errors, "name", &name, 100);
     errors.into_result()?;
     let shop_id = input.shop_id.unwrap_or(current.shop_id);
-    let row = store::update(&state.db, caller.company_id, current.id, shop_id, name.trim(), input.active.unwrap_or(current.active))
-        .await
-        .map_err(unique_as_invalid("name"))?
-        .ok_or_else(|| ApiError::not_found("Source"))?;
-    Ok(Json(row.into()))
+    let mut change = Change::begin(&state.db, caller.company_id).await?;
+    let source = Source::from(
+        store::update(change.tx(), caller.company_id, current.id, shop_id, name.trim(), input.active.unwrap_or(current.active))
+            .await
+            .map_err(unique_as_invalid("name"))?
+            .ok_or_else(|| ApiError::not_found("Source"))?,
+    );
+    change.record("source.updated", Some(source.shop_id), &source)?;
+    change.commit().await?;
+    Ok(Json(source))
 }
 
 async fn visible_source(state: &AppState, caller: &Caller, raw_id: &str) -> Result<store::SourceRow, ApiError> {

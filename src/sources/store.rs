@@ -57,22 +57,21 @@ fn insert_query(company_id: i64, shop_id: i64, name: &str, active: bool) -> Quer
     .bind(now_micros())
 }
 
-pub async fn insert(db: &Db, company_id: i64, shop_id: i64, name: &str, active: bool) -> Result<SourceRow, DbError> {
-    db.write_fetch_optional(&insert_query(company_id, shop_id, name, active))
-        .await?
-        .ok_or(DbError::NoRow)
+pub async fn insert(tx: &mut Tx, company_id: i64, shop_id: i64, name: &str, active: bool) -> Result<SourceRow, DbError> {
+    tx.fetch_optional(&insert_query(company_id, shop_id, name, active)).await?.ok_or(DbError::NoRow)
 }
 
 /// A new shop's default sources, inside the transaction that creates the shop.
-pub async fn insert_defaults(tx: &mut Tx, company_id: i64, shop_id: i64) -> Result<(), DbError> {
+pub async fn insert_defaults(tx: &mut Tx, company_id: i64, shop_id: i64) -> Result<Vec<SourceRow>, DbError> {
+    let mut rows = Vec::new();
     for name in super::model::APPOINTMENT_SOURCES {
-        tx.execute(&insert_query(company_id, shop_id, name, true)).await?;
+        rows.push(insert(tx, company_id, shop_id, name, true).await?);
     }
-    Ok(())
+    Ok(rows)
 }
 
 pub async fn update(
-    db: &Db,
+    tx: &mut Tx,
     company_id: i64,
     id: i64,
     shop_id: i64,
@@ -90,5 +89,5 @@ pub async fn update(
     .bind(name.to_lowercase())
     .bind(active)
     .bind(now_micros());
-    db.write_fetch_optional(&q).await
+    tx.fetch_optional(&q).await
 }

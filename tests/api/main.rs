@@ -4,6 +4,7 @@ mod support;
 
 mod api_keys;
 mod appointments;
+mod appointments_delete;
 mod appointments_list;
 mod appointments_tz;
 mod bays;
@@ -11,6 +12,7 @@ mod customer_search;
 mod customers;
 mod errors;
 mod events_feed;
+mod events_recorded;
 mod events_stream;
 mod isolation;
 mod receivables;

@@ -11,7 +11,7 @@ use std::{
 };
 
 use autoshop::{
-    api_keys::store as keys,
+    api_keys as keys,
     app,
     config::AppConfig,
     db::{Db, DbConfig, Query},

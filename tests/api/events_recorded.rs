@@ -1,0 +1,210 @@
+//! Every change records its event in the same transaction, with `data` equal to what the
+//! resource's own GET shows right after the change; a refused change records nothing.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::{
+    appointments::{body, create_customer},
+    support::{Backend, TestApp},
+};
+
+/// Events a new shop records: itself and its default sources.
+const SHOP_EVENTS: usize = 1 + autoshop::sources::model::APPOINTMENT_SOURCES.len();
+
+crate::backend_tests!(
+    every_write_records_its_event_with_the_get_representation,
+    refused_writes_record_nothing,
+    scoped_keys_see_only_their_shops_events,
+);
+
+/// Reads the feed after `cursor` until `n` events came (PostgreSQL shows an event once every
+/// older transaction of the database has ended, and other tests write concurrently), then
+/// checks that no more arrive. Moves `cursor` past them.
+async fn next_events(app: &TestApp, key: &str, cursor: &mut Option<String>, n: usize) -> Vec<Value> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut got: Vec<Value> = Vec::new();
+    loop {
+        let path = match cursor.as_deref() {
+            Some(after) => format!("/api/v1/events?limit=1000&after={after}"),
+            None => "/api/v1/events?limit=1000".to_owned(),
+        };
+        let r = app.get(key, &path).await;
+        assert_eq!(r.status, 200, "{}", r.body);
+        got.extend(r.body["data"].as_array().unwrap().iter().cloned());
+        *cursor = r.body["next_after"].as_str().map(str::to_owned);
+        if got.len() >= n || Instant::now() > deadline {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let types: Vec<&str> = got.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    assert_eq!(got.len(), n, "expected {n} events, got {types:?}");
+    got
+}
+
+/// The one event a write recorded: its type, shop and data (checked against `get_path`).
+async fn expect_one(app: &TestApp, cursor: &mut Option<String>, kind: &str, shop: Option<i64>, get_path: &str) -> Value {
+    let events = next_events(app, &app.admin_key, cursor, 1).await;
+    let event = &events[0];
+    assert_eq!(event["type"], kind, "{event}");
+    assert_eq!(event["shop_id"], json!(shop), "{event}");
+    assert_eq!(event["company_id"], app.company_id, "{event}");
+    let get = app.get(&app.admin_key, get_path).await;
+    assert_eq!(event["data"], get.ok().clone(), "{kind}: the event's data must be the GET representation");
+    event["data"].clone()
+}
+
+async fn every_write_records_its_event_with_the_get_representation(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let key = &app.admin_key.clone();
+    // The company's bootstrap admin key (created by the CLI's code path) is the first event.
+    let mut cursor = None;
+    let first = next_events(&app, key, &mut cursor, 1).await;
+    assert_eq!(first[0]["type"], "api_key.created");
+    assert_eq!(first[0]["shop_id"], Value::Null);
+    assert!(first[0]["data"].get("api_key").is_none(), "a key event never carries the key");
+
+    // A shop comes with its default sources: one event each.
+    let r = app.post(key, "/api/v1/shops", json!({"name": "Chicago", "timezone": "America/Chicago"})).await;
+    let shop = r.ok()["shop_id"].as_i64().unwrap();
+    let sources = app.get(key, &format!("/api/v1/settings/sources?filter[shop_id]={shop}&pageSize=100")).await;
+    let sources = sources.ok()["data"].as_array().unwrap().clone();
+    let events = next_events(&app, key, &mut cursor, 1 + sources.len()).await;
+    assert_eq!(events[0]["type"], "shop.created");
+    assert_eq!(events[0]["data"], app.get(key, &format!("/api/v1/shops/{shop}")).await.ok().clone());
+    for source in &sources {
+        assert!(events[1..].iter().any(|e| e["type"] == "source.created" && e["data"] == *source), "no event for {source}");
+    }
+
+    let bay = app.create_bay(key, shop, "Lift 1", 0).await;
+    expect_one(&app, &mut cursor, "bay.created", Some(shop), &format!("/api/v1/bays/{bay}")).await;
+    app.put(key, &format!("/api/v1/bays/{bay}"), json!({"title": "Lift A"})).await.ok();
+    expect_one(&app, &mut cursor, "bay.updated", Some(shop), &format!("/api/v1/bays/{bay}")).await;
+
+    let r = app.post(key, "/api/v1/settings/sources", json!({"shop_id": shop, "name": "Radio"})).await;
+    let source = r.ok()["id"].as_i64().unwrap();
+    expect_one(&app, &mut cursor, "source.created", Some(shop), &format!("/api/v1/settings/sources/{source}")).await;
+    app.put(key, &format!("/api/v1/settings/sources/{source}"), json!({"active": false})).await.ok();
+    expect_one(&app, &mut cursor, "source.updated", Some(shop), &format!("/api/v1/settings/sources/{source}")).await;
+
+    let week = json!({"shop_id": shop, "hours": [{"day": 1, "open": "08:00", "close": "17:00"}]});
+    app.put(key, "/api/v1/settings/shop_hours", week).await.ok();
+    let events = next_events(&app, key, &mut cursor, 1).await;
+    assert_eq!(events[0]["type"], "shop_hours.updated");
+    let hours = app.get(key, &format!("/api/v1/settings/shop_hours?filter[shop_id]={shop}")).await;
+    assert_eq!(events[0]["data"], hours.ok()["data"]);
+
+    let customer = create_customer(&app, key, shop, "Ann", "Lee", "ann@example.com").await;
+    let customer_path = format!("/api/v1/customers/{customer}");
+    expect_one(&app, &mut cursor, "customer.created", Some(shop), &customer_path).await;
+    app.put(key, &customer_path, json!({"first_name": "Anna"})).await.ok();
+    let data = expect_one(&app, &mut cursor, "customer.updated", Some(shop), &customer_path).await;
+    assert_eq!(data["first_name"], "Anna");
+
+    let ship_to = json!({"number": "1", "name": "Dock", "address": "2 Dock Rd", "city": "Port", "state": "IL", "zip": "60000",
+        "email": null, "work_phone": "", "fax": "", "home_phone": "", "cell_phone": ""});
+    let r = app.post(key, &format!("{customer_path}/ship_tos"), ship_to.clone()).await;
+    let ship_to_path = format!("{customer_path}/ship_tos/{}", r.ok()["id"]);
+    expect_one(&app, &mut cursor, "ship_to.created", Some(shop), &ship_to_path).await;
+    let mut renamed = ship_to;
+    renamed["name"] = json!("Dock 2");
+    app.put(key, &ship_to_path, renamed).await.ok();
+    expect_one(&app, &mut cursor, "ship_to.updated", Some(shop), &ship_to_path).await;
+
+    let entry = json!({"shop_id": shop, "reference": "INV-1", "date": "2024-07-01", "due_date": "2024-07-31", "amount": 100});
+    let r = app.post(key, &format!("{customer_path}/accounts_receivable"), entry).await;
+    let entry_path = format!("{customer_path}/accounts_receivable/{}", r.ok()["id"]);
+    expect_one(&app, &mut cursor, "receivable.created", Some(shop), &entry_path).await;
+    app.post(key, &format!("{entry_path}/payments"), json!({"amount": 40, "date": "2024-07-10"})).await.ok();
+    let data = expect_one(&app, &mut cursor, "payment.created", Some(shop), &entry_path).await;
+    assert_eq!(data["balance"], json!(60.0));
+
+    let mut new = body(shop, "2030-01-07T09:00:00-06:00");
+    new["column"] = json!("Lift A");
+    let r = app.post(key, "/api/v1/appointments", new).await;
+    let appointment_path = format!("/api/v1/appointments/{}", r.ok()["appointment_id"]);
+    let data = expect_one(&app, &mut cursor, "appointment.created", Some(shop), &appointment_path).await;
+    assert_eq!(data["column"], "Lift A");
+    let mut change = body(shop, "2030-01-07T10:00:00-06:00");
+    change["reason"] = json!("Brakes");
+    app.put(key, &appointment_path, change).await.ok();
+    expect_one(&app, &mut cursor, "appointment.updated", Some(shop), &appointment_path).await;
+    assert_eq!(app.delete(key, &appointment_path).await.status, 204);
+    let data = expect_one(&app, &mut cursor, "appointment.deleted", Some(shop), &appointment_path).await;
+    assert!(data["deleted"].is_string());
+    // Deleting again changes nothing and records nothing.
+    assert_eq!(app.delete(key, &appointment_path).await.status, 204);
+
+    // A new time zone re-localises the shop's appointments: one event stands for all of it.
+    app.put(key, &format!("/api/v1/shops/{shop}"), json!({"timezone": "America/New_York"})).await.ok();
+    let data = expect_one(&app, &mut cursor, "shop.updated", Some(shop), &format!("/api/v1/shops/{shop}")).await;
+    assert_eq!(data["timezone"], "America/New_York");
+
+    // Keys: company-wide events, never carrying the key itself.
+    let r = app.post(key, "/api/v1/api_keys", json!({"name": "site", "role": "read"})).await;
+    let key_path = format!("/api/v1/api_keys/{}", r.ok()["id"]);
+    let data = expect_one(&app, &mut cursor, "api_key.created", None, &key_path).await;
+    assert!(data.get("api_key").is_none() || data["api_key"].is_null(), "{data}");
+    assert_eq!(app.delete(key, &key_path).await.status, 204);
+    let data = expect_one(&app, &mut cursor, "api_key.revoked", None, &key_path).await;
+    assert!(data["revoked_at"].is_string());
+    assert_eq!(app.delete(key, &key_path).await.status, 204);
+    next_events(&app, key, &mut cursor, 0).await;
+}
+
+async fn refused_writes_record_nothing(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let key = &app.admin_key.clone();
+    let shop = app.create_shop(key, "Chicago", "America/Chicago").await;
+    let mut cursor = None;
+    let all = next_events(&app, key, &mut cursor, 1 + SHOP_EVENTS).await;
+    assert!(all.iter().filter(|e| e["type"] == "source.created").count() > 0);
+    let customer = create_customer(&app, key, shop, "Ann", "Lee", "ann@example.com").await;
+    next_events(&app, key, &mut cursor, 1).await;
+
+    // Validation, a duplicate number (refused by the database inside the change), a missing
+    // resource, a deleted appointment, a balance overdraw.
+    app.post(key, "/api/v1/customers", json!({"shop_id": shop})).await.problem(422);
+    let dup = json!({"shop_id": shop, "business_name": "", "first_name": "B", "last_name": "C", "address": "1 Elm St",
+        "city": "Springfield", "state": "IL", "zip": "62701", "email": "b@example.com", "customer_number": "C1"});
+    app.post(key, "/api/v1/customers", dup.clone()).await.ok();
+    next_events(&app, key, &mut cursor, 1).await;
+    app.post(key, "/api/v1/customers", dup).await.invalid("customer_number");
+    app.put(key, "/api/v1/bays/999999", json!({"title": "x"})).await.problem(404);
+    let id = crate::appointments::create_id(&app, key, body(shop, "2030-01-07T09:00:00-06:00")).await;
+    next_events(&app, key, &mut cursor, 1).await;
+    assert_eq!(app.delete(key, &format!("/api/v1/appointments/{id}")).await.status, 204);
+    next_events(&app, key, &mut cursor, 1).await;
+    app.put(key, &format!("/api/v1/appointments/{id}"), body(shop, "2030-01-07T10:00:00-06:00")).await.problem(409);
+    let entry = json!({"shop_id": shop, "reference": "INV-1", "date": "2024-07-01", "due_date": "2024-07-31", "amount": 10});
+    let r = app.post(key, &format!("/api/v1/customers/{customer}/accounts_receivable"), entry).await;
+    let entry_id = r.ok()["id"].as_i64().unwrap();
+    next_events(&app, key, &mut cursor, 1).await;
+    let payments = format!("/api/v1/customers/{customer}/accounts_receivable/{entry_id}/payments");
+    app.post(key, &payments, json!({"amount": 11, "date": "2024-07-02"})).await.invalid("amount");
+    next_events(&app, key, &mut cursor, 0).await;
+}
+
+async fn scoped_keys_see_only_their_shops_events(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let key = &app.admin_key.clone();
+    let mine = app.create_shop(key, "Mine", "America/Chicago").await;
+    let theirs = app.create_shop(key, "Theirs", "America/Chicago").await;
+    let scoped = app.create_key(key, "read", Some(vec![mine])).await;
+    app.create_bay(key, mine, "A", 0).await;
+    app.create_bay(key, theirs, "B", 0).await;
+    let (_, other_admin) = app.new_company("Other").await;
+    let other_shop = app.create_shop(&other_admin, "Elsewhere", "UTC").await;
+    app.create_bay(&other_admin, other_shop, "C", 0).await;
+
+    // Everything the admin sees: both shops and the keys; the scoped key: its shop only.
+    let mut cursor = None;
+    let all = next_events(&app, key, &mut cursor, 1 + 2 * SHOP_EVENTS + 1 + 2).await;
+    assert!(all.iter().all(|e| e["company_id"] == app.company_id));
+    let mut cursor = None;
+    let seen = next_events(&app, &scoped, &mut cursor, SHOP_EVENTS + 1).await;
+    assert!(seen.iter().all(|e| e["shop_id"] == mine), "{seen:?}");
+    assert_eq!(seen.iter().filter(|e| e["type"] == "bay.created").count(), 1);
+}
