@@ -101,6 +101,8 @@ fn percentile(sorted: &[u64], p: f64) -> f64 {
 #[tokio::main]
 async fn main() {
     let args = parse_args();
+    // reqwest is built with rustls and no default crypto provider: pick ring, as the server does.
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let client = reqwest::Client::builder().pool_max_idle_per_host(64).build().unwrap();
     let shops: Value = client
         .get(format!("{}/api/v1/settings/shop_info", args.base))

@@ -66,6 +66,7 @@ fn api_routes() -> OpenApiRouter<AppState> {
         .merge(crate::ship_tos::router())
         .merge(crate::receivables::router())
         .merge(crate::events::router())
+        .merge(crate::webhooks::router())
 }
 
 /// The OpenAPI document, as served at `/api/v1/openapi.json`.

@@ -8,6 +8,7 @@ use crate::{
     db::{Db, DbError, Tx, now_micros},
     error::ApiError,
     events::{self, store::NewEvent},
+    webhooks,
 };
 
 pub struct Change {
@@ -50,12 +51,19 @@ impl Change {
         Ok(())
     }
 
-    /// Writes the recorded events and commits; answered once the change is durable.
+    /// Writes the recorded events and the webhook deliveries they call for, and commits;
+    /// answered once the change is durable.
     pub async fn commit(mut self) -> Result<(), DbError> {
+        let mut queued = 0;
         if !self.events.is_empty() {
-            events::store::insert(&mut self.tx, self.company_id, &self.events, now_micros()).await?;
+            let rows = events::store::insert(&mut self.tx, self.company_id, &self.events, now_micros()).await?;
+            queued = webhooks::queue_deliveries(&mut self.tx, self.company_id, rows).await?;
             self.tx.notify(events::CHANNEL, self.company_id.to_string()).await?;
         }
-        self.tx.commit().await
+        self.tx.commit().await?;
+        if queued > 0 {
+            webhooks::wake_dispatcher();
+        }
+        Ok(())
     }
 }

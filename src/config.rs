@@ -80,6 +80,17 @@ pub struct ServeArgs {
     /// Days events are kept in the change feed; a cursor older than that answers 410.
     #[arg(long, env = "AUTOSHOP_EVENT_RETENTION_DAYS", default_value_t = 30, value_parser = clap::value_parser!(u32).range(1..))]
     pub event_retention_days: u32,
+    /// Let webhooks point at loopback, private and link-local addresses (for receivers on the
+    /// same host or network; never on a multi-tenant server).
+    #[arg(long, env = "AUTOSHOP_WEBHOOK_ALLOW_PRIVATE")]
+    pub webhook_allow_private: bool,
+    /// Webhook deliveries in flight at once, per process.
+    #[arg(long, env = "AUTOSHOP_WEBHOOK_CONCURRENCY", default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub webhook_concurrency: u32,
+    /// Seconds to wait before each retry of a failed webhook delivery, comma-separated; after the
+    /// last one the delivery has failed.
+    #[arg(long, env = "AUTOSHOP_WEBHOOK_RETRY_SCHEDULE", default_value = "5,300,1800,7200,18000,36000,36000", value_parser = parse_schedule)]
+    pub webhook_retry_schedule: RetrySchedule,
     /// Write the port actually bound to this file once listening (useful with port 0).
     #[arg(long, env = "AUTOSHOP_PORT_FILE", hide = true)]
     pub port_file: Option<PathBuf>,
@@ -94,6 +105,26 @@ pub struct AppConfig {
     pub rate_limit: f64,
     pub rate_limit_burst: f64,
     pub event_retention_days: u32,
+    pub webhook_allow_private: bool,
+    pub webhook_concurrency: u32,
+    pub webhook_retry_schedule: RetrySchedule,
+}
+
+/// Waits between webhook delivery attempts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RetrySchedule(pub Vec<std::time::Duration>);
+
+fn parse_schedule(raw: &str) -> Result<RetrySchedule, String> {
+    let waits = raw
+        .split(',')
+        .map(|s| s.trim().parse::<f64>().ok().filter(|n| n.is_finite() && *n >= 0.0 && *n <= 7.0 * 86_400.0))
+        .map(|n| n.map(std::time::Duration::from_secs_f64))
+        .collect::<Option<Vec<_>>>()
+        .ok_or_else(|| "expected comma-separated seconds, each from 0 to 604800".to_owned())?;
+    if waits.len() > 20 {
+        return Err("at most 20 retries".into());
+    }
+    Ok(RetrySchedule(waits))
 }
 
 impl Default for AppConfig {
@@ -105,6 +136,9 @@ impl Default for AppConfig {
             rate_limit: 100.0,
             rate_limit_burst: 200.0,
             event_retention_days: 30,
+            webhook_allow_private: false,
+            webhook_concurrency: 32,
+            webhook_retry_schedule: RetrySchedule(crate::webhooks::dispatch::default_retry_schedule()),
         }
     }
 }
@@ -118,6 +152,9 @@ impl From<&ServeArgs> for AppConfig {
             rate_limit: args.rate_limit,
             rate_limit_burst: args.rate_limit_burst,
             event_retention_days: args.event_retention_days,
+            webhook_allow_private: args.webhook_allow_private,
+            webhook_concurrency: args.webhook_concurrency,
+            webhook_retry_schedule: args.webhook_retry_schedule.clone(),
         }
     }
 }

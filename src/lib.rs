@@ -31,3 +31,4 @@ pub mod sources;
 pub mod state;
 pub mod time;
 pub mod validate;
+pub mod webhooks;

@@ -10,6 +10,7 @@ use crate::{
     db::Db,
     events::hub::EventHub,
     rate_limit::{Limits, RateLimiter},
+    webhooks::dispatch::DeliverySettings,
 };
 
 #[derive(Clone)]
@@ -31,6 +32,12 @@ impl AppState {
         listen_for_revocations(&db, keys.clone());
         crate::events::retention::spawn(db.clone(), config.event_retention_days);
         let events = EventHub::start(&db);
+        let deliveries = DeliverySettings {
+            allow_private: config.webhook_allow_private,
+            concurrency: config.webhook_concurrency as usize,
+            retry_schedule: config.webhook_retry_schedule.0.clone(),
+        };
+        crate::webhooks::dispatch::start(db.clone(), deliveries, crate::webhooks::dispatcher_wake());
         AppState { db, config: Arc::new(config), metrics: metrics_handle(), keys, limiter: Arc::new(limiter), events }
     }
 }

@@ -87,6 +87,8 @@ async fn company_create_works_while_a_server_runs_on_the_same_file_and_sigterm_s
 
     let created = company_create(&url, "Live Auto");
     let key = created["api_key"].as_str().unwrap();
+    // reqwest is built with rustls and no default crypto provider (the server installs ring).
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let response = reqwest::Client::new()
         .get(format!("http://127.0.0.1:{port}/api/v1/settings/shop_info"))
         .bearer_auth(key)

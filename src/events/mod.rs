@@ -73,7 +73,8 @@ pub struct Event {
     pub shop_id: Option<i64>,
     /// The resource after the change, exactly as its own GET shows it (for `payment.created`
     /// the updated receivable entry; for `shop_hours.updated` the shop's hours).
-    #[schema(value_type = Object)]
+    /// (An object for every type but `shop_hours.updated`, whose data is the hours list.)
+    #[schema(value_type = Value)]
     pub data: Box<RawValue>,
 }
 

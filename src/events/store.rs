@@ -37,10 +37,11 @@ fn horizon(db_is_sqlite: bool) -> &'static str {
     if db_is_sqlite { "" } else { " AND xid < CAST(CAST(pg_snapshot_xmin(pg_current_snapshot()) AS TEXT) AS BIGINT)" }
 }
 
-/// Writes `events` of `company_id` in one statement, inside the change's transaction.
-pub async fn insert(tx: &mut Tx, company_id: i64, events: &[NewEvent], at: i64) -> Result<(), DbError> {
+/// Writes `events` of `company_id` in one statement, inside the change's transaction; returns
+/// their rows (ids included).
+pub async fn insert(tx: &mut Tx, company_id: i64, events: &[NewEvent], at: i64) -> Result<Vec<EventRow>, DbError> {
     if events.is_empty() {
-        return Ok(());
+        return Ok(Vec::new());
     }
     let mut q = Query::new("INSERT INTO events (company_id, type, shop_id, data, created_at) VALUES ");
     for (i, e) in events.iter().enumerate() {
@@ -48,7 +49,8 @@ pub async fn insert(tx: &mut Tx, company_id: i64, events: &[NewEvent], at: i64) 
         q.push_bind(company_id).push(", ").push_bind(e.kind).push(", ").push_bind(e.shop_id).push(", ");
         q.push_bind(e.data.as_str()).push(", ").push_bind(at).push(")");
     }
-    tx.execute(&q).await.map(drop)
+    q.push(&format!(" RETURNING {COLUMNS}"));
+    tx.fetch_all(&q).await
 }
 
 /// What a page of the feed may contain.

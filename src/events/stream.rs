@@ -34,6 +34,19 @@ const CATCH_UP: [u64; 5] = [20, 50, 100, 250, 500];
 const RECHECK_KEY: Duration = Duration::from_secs(30);
 const BATCH: i64 = 100;
 
+/// One message of the stream, as a Server-Sent Events parser reads it (the schema describes
+/// each message, as OpenAPI 3.2's `itemSchema` does).
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)]
+pub struct StreamMessage {
+    /// The event id (`evt_...`): send it back as `Last-Event-ID` to resume.
+    id: String,
+    /// The event type, e.g. `appointment.updated`.
+    event: String,
+    /// The event as JSON text (the `Event` schema).
+    data: String,
+}
+
 /// The live event stream.
 ///
 /// The feed of `GET /api/v1/events` as `text/event-stream`: each event is sent with `id:` (the
@@ -47,7 +60,7 @@ const BATCH: i64 = 100;
         ("filter[shop_id]" = Option<i64>, Query, description = "One shop's events"),
         ("Last-Event-ID" = Option<String>, Header, description = "The last event id received; overrides `after`"),
     ),
-    responses((status = 200, content_type = "text/event-stream", body = String, description = "A stream of events"),
+    responses((status = 200, content_type = "text/event-stream", body = StreamMessage, description = "A stream of events, one message each"),
         (status = 400, body = Problem, description = "Unknown filter"),
         (status = 404, body = Problem, description = "Unknown or out-of-scope shop"),
         (status = 410, body = Problem, description = "The cursor is older than the retention window"),

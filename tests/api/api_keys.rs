@@ -134,7 +134,7 @@ async fn bad_credentials_are_401_with_a_challenge(backend: Backend) {
 }
 
 async fn rate_limits_are_per_key_and_reported_on_every_response(backend: Backend) {
-    let config = AppConfig { rate_limit: 0.5, rate_limit_burst: 3.0, ..AppConfig::default() };
+    let config = AppConfig { rate_limit: 0.5, rate_limit_burst: 3.0, ..crate::support::test_config() };
     let app = TestApp::spawn_with(backend, config).await;
     let admin = &app.admin_key;
     let other = app.create_key(admin, "read", None).await;

@@ -145,7 +145,7 @@ async fn creation_time_ranges_use_utc_days_and_bad_values_are_422(backend: Backe
 
 async fn relocalizing_a_shop_after_a_zone_change(backend: Backend) {
     // A thousand creates would trip the per-key rate limit.
-    let config = autoshop::config::AppConfig { rate_limit: 0.0, ..Default::default() };
+    let config = autoshop::config::AppConfig { rate_limit: 0.0, ..crate::support::test_config() };
     let app = &TestApp::spawn_with(backend, config).await;
     let key = &app.admin_key;
     let shop = app.create_shop(key, "Moving", "America/Chicago").await;

@@ -18,7 +18,7 @@ struct SseReader {
 
 impl SseReader {
     async fn open(base: &str, key: &str, query: &str, last_event_id: Option<&str>) -> SseReader {
-        let mut req = reqwest::Client::new().get(format!("{base}/api/v1/events/stream{query}")).bearer_auth(key);
+        let mut req = crate::support::client().get(format!("{base}/api/v1/events/stream{query}")).bearer_auth(key);
         if let Some(id) = last_event_id {
             req = req.header("last-event-id", id);
         }

@@ -155,17 +155,56 @@ async fn postgres_url() -> String {
     .clone()
 }
 
+/// The settings every test server runs with: the defaults, except that webhooks may point at
+/// 127.0.0.1 (where the tests' receivers listen) and retry after 0.3 s, three times. Every
+/// server of the shared PostgreSQL database delivers every company's webhooks, so they must
+/// all agree on these.
+pub fn test_config() -> AppConfig {
+    AppConfig {
+        webhook_allow_private: true,
+        webhook_retry_schedule: autoshop::config::RetrySchedule(vec![std::time::Duration::from_millis(300); 3]),
+        ..AppConfig::default()
+    }
+}
+
+/// A PostgreSQL database of its own (for a test whose servers must not share the run's).
+async fn isolated_postgres_url() -> String {
+    let shared = postgres_url().await;
+    let admin = Db::connect(&DbConfig { url: shared.clone(), max_connections: 1 }).await.expect("connect to PostgreSQL");
+    let name = format!("{}_{}", shared.rsplit_once('/').unwrap().1, unique_suffix());
+    admin.execute(&Query::new(format!("CREATE DATABASE \"{name}\""))).await.expect("create a test database");
+    admin.close().await;
+    format!("{}/{name}", shared.rsplit_once('/').unwrap().0)
+}
+
+/// An HTTP client for the tests (reqwest is built with rustls and no default crypto provider;
+/// the server installs ring when it starts, the tests do the same).
+pub fn client() -> reqwest::Client {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::new()
+}
+
 impl TestApp {
     pub async fn spawn(backend: Backend) -> TestApp {
-        Self::spawn_with(backend, AppConfig::default()).await
+        Self::spawn_with(backend, test_config()).await
     }
 
     pub async fn spawn_with(backend: Backend, config: AppConfig) -> TestApp {
+        Self::spawn_on(backend, config, false).await
+    }
+
+    /// A server on a database no other test uses (on SQLite every test's is its own anyway).
+    pub async fn spawn_isolated(backend: Backend, config: AppConfig) -> TestApp {
+        Self::spawn_on(backend, config, true).await
+    }
+
+    async fn spawn_on(backend: Backend, config: AppConfig, isolated: bool) -> TestApp {
         let (url, sqlite_file) = match backend {
             Backend::Sqlite => {
                 let path = std::env::temp_dir().join(format!("autoshop_test_{}.db", unique_suffix()));
                 (format!("sqlite://{}", path.display()), Some(path))
             }
+            Backend::Postgres if isolated => (isolated_postgres_url().await, None),
             Backend::Postgres => (postgres_url().await, None),
         };
         let db = Db::connect(&DbConfig { url: url.clone(), max_connections: 4 }).await.expect("connect");
@@ -179,7 +218,7 @@ impl TestApp {
             base: format!("http://{addr}"),
             db,
             db_url: url,
-            client: reqwest::Client::new(),
+            client: client(),
             company_id,
             admin_key,
             sqlite_file,
@@ -196,7 +235,7 @@ impl TestApp {
             Db::Sqlite(_) => self.db.clone(),
             Db::Postgres(_) => Db::connect(&DbConfig { url: self.db_url.clone(), max_connections: 4 }).await.expect("connect"),
         };
-        let router = app::build(db, AppConfig::default());
+        let router = app::build(db, test_config());
         tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
         format!("http://{addr}")
     }

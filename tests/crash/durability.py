@@ -43,8 +43,9 @@ def request(base, key, method, path, body=None, timeout=10):
 
 
 class Server:
-    def __init__(self, binary, database_url, workdir):
+    def __init__(self, binary, database_url, workdir, extra_args=()):
         self.binary, self.database_url, self.workdir = binary, database_url, workdir
+        self.extra_args = list(extra_args)
         self.proc = None
         self.base = None
 
@@ -55,7 +56,7 @@ class Server:
         log = open(os.path.join(self.workdir, "server.log"), "ab")
         self.proc = subprocess.Popen(
             [self.binary, "serve", "--database-url", self.database_url, "--listen", "127.0.0.1:0",
-             "--port-file", port_file, "--rate-limit", "0", "--log", "warn"],
+             "--port-file", port_file, "--rate-limit", "0", "--log", "warn", *self.extra_args],
             stdout=log, stderr=log)
         deadline = time.time() + 30
         while time.time() < deadline:

@@ -1,0 +1,244 @@
+//! Webhook SQL: the records, the deliveries queued with each change, and the dispatcher's claims.
+//!
+//! Claiming due deliveries is the one statement that differs by backend: PostgreSQL replicas
+//! skip rows another replica has locked (`FOR UPDATE SKIP LOCKED`), so each attempt is made by
+//! one replica; SQLite has one writer in one process and needs no lock clause.
+
+use crate::db::{Db, DbError, FromRow, Query, Tx, now_micros, page::{PageRequest, fetch_page}};
+
+#[derive(Debug, Clone, FromRow)]
+pub struct WebhookRow {
+    pub id: i64,
+    pub url: String,
+    pub events: String,
+    pub description: String,
+    pub shop_ids: Option<String>,
+    pub enabled: bool,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+const COLUMNS: &str = "id, url, events, description, shop_ids, enabled, created_at, updated_at";
+
+/// A webhook's stored settings.
+#[derive(Debug, Clone)]
+pub struct WebhookFields {
+    pub url: String,
+    /// JSON array text of the event patterns.
+    pub events: String,
+    pub description: String,
+    /// Comma-separated shop ids; `None` for every shop.
+    pub shop_ids: Option<String>,
+    pub enabled: bool,
+}
+
+/// Every webhook of the company, oldest first (a company has at most a few dozen).
+pub async fn all(db: &Db, company_id: i64) -> Result<Vec<WebhookRow>, DbError> {
+    db.fetch_all(&Query::new(format!("SELECT {COLUMNS} FROM webhooks WHERE company_id = $1 ORDER BY id")).bind(company_id)).await
+}
+
+pub async fn find(db: &Db, company_id: i64, id: i64) -> Result<Option<WebhookRow>, DbError> {
+    db.fetch_optional(&Query::new(format!("SELECT {COLUMNS} FROM webhooks WHERE company_id = $1 AND id = $2")).bind(company_id).bind(id))
+        .await
+}
+
+pub async fn insert(tx: &mut Tx, company_id: i64, f: &WebhookFields, secret: &str) -> Result<WebhookRow, DbError> {
+    let q = Query::new(format!(
+        "INSERT INTO webhooks (company_id, url, events, description, shop_ids, secret, enabled, created_at, updated_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8) RETURNING {COLUMNS}"
+    ))
+    .bind(company_id)
+    .bind(&f.url)
+    .bind(&f.events)
+    .bind(&f.description)
+    .bind(f.shop_ids.clone())
+    .bind(secret)
+    .bind(f.enabled)
+    .bind(now_micros());
+    tx.fetch_optional(&q).await?.ok_or(DbError::NoRow)
+}
+
+/// Replaces the settings. Enabling a disabled webhook restarts its failure clock.
+pub async fn update(tx: &mut Tx, company_id: i64, id: i64, f: &WebhookFields) -> Result<Option<WebhookRow>, DbError> {
+    let q = Query::new(format!(
+        "UPDATE webhooks SET url = $3, events = $4, description = $5, shop_ids = $6, \
+         failing_since = CASE WHEN $7 AND NOT enabled THEN NULL ELSE failing_since END, enabled = $7, updated_at = $8 \
+         WHERE company_id = $1 AND id = $2 RETURNING {COLUMNS}"
+    ))
+    .bind(company_id)
+    .bind(id)
+    .bind(&f.url)
+    .bind(&f.events)
+    .bind(&f.description)
+    .bind(f.shop_ids.clone())
+    .bind(f.enabled)
+    .bind(now_micros());
+    tx.fetch_optional(&q).await
+}
+
+/// Deletes a webhook and its delivery log. `false` when there was none.
+pub async fn delete(tx: &mut Tx, company_id: i64, id: i64) -> Result<bool, DbError> {
+    tx.execute(&Query::new("DELETE FROM webhook_deliveries WHERE company_id = $1 AND webhook_id = $2").bind(company_id).bind(id)).await?;
+    Ok(tx.execute(&Query::new("DELETE FROM webhooks WHERE company_id = $1 AND id = $2").bind(company_id).bind(id)).await? > 0)
+}
+
+/// The enabled webhooks of a company, for fanning out its new events.
+#[derive(Debug, FromRow)]
+pub struct Subscription {
+    pub id: i64,
+    pub events: String,
+    pub shop_ids: Option<String>,
+}
+
+pub async fn subscriptions(tx: &mut Tx, company_id: i64) -> Result<Vec<Subscription>, DbError> {
+    tx.fetch_all(&Query::new("SELECT id, events, shop_ids FROM webhooks WHERE company_id = $1 AND enabled").bind(company_id)).await
+}
+
+/// A delivery to queue: which webhook, which event, the body to send.
+pub struct NewDelivery<'a> {
+    pub webhook_id: i64,
+    pub event_id: String,
+    pub event_type: &'a str,
+    pub payload: String,
+}
+
+/// Queues deliveries due now, in the caller's transaction. Returns their rows.
+pub async fn enqueue(tx: &mut Tx, company_id: i64, deliveries: &[NewDelivery<'_>]) -> Result<Vec<DeliveryRow>, DbError> {
+    if deliveries.is_empty() {
+        return Ok(Vec::new());
+    }
+    let now = now_micros();
+    let mut q = Query::new(
+        "INSERT INTO webhook_deliveries (company_id, webhook_id, event_id, event_type, payload, state, attempt, next_attempt_at, created_at, updated_at) VALUES ",
+    );
+    for (i, d) in deliveries.iter().enumerate() {
+        q.push(if i == 0 { "(" } else { ", (" });
+        q.push_bind(company_id).push(", ").push_bind(d.webhook_id).push(", ").push_bind(d.event_id.as_str()).push(", ");
+        q.push_bind(d.event_type).push(", ").push_bind(d.payload.as_str()).push(", 'pending', 0, ");
+        q.push_bind(now).push(", ").push_bind(now).push(", ").push_bind(now).push(")");
+    }
+    q.push(&format!(" RETURNING {DELIVERY_COLUMNS}"));
+    tx.fetch_all(&q).await
+}
+
+#[derive(Debug, Clone, FromRow)]
+pub struct DeliveryRow {
+    pub id: i64,
+    pub event_id: String,
+    pub event_type: String,
+    pub state: String,
+    pub attempt: i64,
+    pub next_attempt_at: Option<i64>,
+    pub status_code: Option<i64>,
+    pub error: Option<String>,
+    pub duration_ms: Option<i64>,
+    pub created_at: i64,
+}
+
+const DELIVERY_COLUMNS: &str = "id, event_id, event_type, state, attempt, next_attempt_at, status_code, error, duration_ms, created_at";
+
+/// A webhook's deliveries, newest first.
+pub async fn deliveries(db: &Db, company_id: i64, webhook_id: i64, page: &PageRequest) -> Result<(Vec<DeliveryRow>, i64), DbError> {
+    let q = Query::new("FROM webhook_deliveries WHERE company_id = $1 AND webhook_id = $2").bind(company_id).bind(webhook_id);
+    let newest_first = PageRequest { order: vec![("id", true)], ..page.clone() };
+    fetch_page(db, DELIVERY_COLUMNS, &q, &newest_first, "id").await
+}
+
+/// A delivery claimed for one attempt, with what the attempt needs.
+#[derive(Debug, FromRow)]
+pub struct Claimed {
+    pub company_id: i64,
+    pub id: i64,
+    pub webhook_id: i64,
+    pub event_id: String,
+    pub payload: String,
+    pub attempt: i64,
+}
+
+/// Claims up to `limit` due deliveries for one attempt each: their attempt number goes up and
+/// they stay out of other claims until `lease_until` (past it, a delivery whose attempt never
+/// finished, say because the process was killed, is due again).
+pub async fn claim_due(db: &Db, now: i64, lease_until: i64, limit: i64) -> Result<Vec<Claimed>, DbError> {
+    let lock = if db.is_sqlite() { "" } else { " FOR UPDATE SKIP LOCKED" };
+    let q = Query::new(format!(
+        "UPDATE webhook_deliveries SET attempt = attempt + 1, next_attempt_at = $2, updated_at = $1 \
+         WHERE (company_id, id) IN (SELECT company_id, id FROM webhook_deliveries WHERE state = 'pending' AND next_attempt_at <= $1 \
+         ORDER BY next_attempt_at LIMIT $3{lock}) \
+         RETURNING company_id, id, webhook_id, event_id, payload, attempt"
+    ))
+    .bind(now)
+    .bind(lease_until)
+    .bind(limit);
+    let mut tx = db.begin().await?;
+    let claimed = tx.fetch_all(&q).await?;
+    tx.commit().await?;
+    Ok(claimed)
+}
+
+/// What an attempt needs to know about its webhook.
+#[derive(Debug, FromRow)]
+pub struct Target {
+    pub url: String,
+    pub secret: String,
+    pub enabled: bool,
+}
+
+pub async fn target(db: &Db, company_id: i64, webhook_id: i64) -> Result<Option<Target>, DbError> {
+    let q = Query::new("SELECT url, secret, enabled FROM webhooks WHERE company_id = $1 AND id = $2").bind(company_id).bind(webhook_id);
+    db.fetch_optional(&q).await
+}
+
+/// How an attempt ended.
+pub struct Outcome {
+    pub status_code: Option<i64>,
+    pub error: Option<String>,
+    pub duration_ms: i64,
+    /// `Some(at)`: retry at that time; `None`: the delivery is over (see `succeeded`).
+    pub retry_at: Option<i64>,
+    pub succeeded: bool,
+    /// Disable the webhook now (410 Gone).
+    pub disable: bool,
+}
+
+/// Records an attempt's outcome and keeps the webhook's failure clock: a success stops it, a
+/// failure starts it if needed, and a webhook failing for `disable_after` is disabled.
+pub async fn record_attempt(db: &Db, claimed: &Claimed, outcome: &Outcome, disable_after: i64) -> Result<(), DbError> {
+    let now = now_micros();
+    let state = match (outcome.succeeded, outcome.retry_at) {
+        (true, _) => "succeeded",
+        (false, Some(_)) => "pending",
+        (false, None) => "failed",
+    };
+    let mut tx = db.begin().await?;
+    let q = Query::new(
+        "UPDATE webhook_deliveries SET state = $3, next_attempt_at = $4, status_code = $5, error = $6, duration_ms = $7, updated_at = $8 \
+         WHERE company_id = $1 AND id = $2",
+    )
+    .bind(claimed.company_id)
+    .bind(claimed.id)
+    .bind(state)
+    .bind(outcome.retry_at)
+    .bind(outcome.status_code)
+    .bind(outcome.error.clone())
+    .bind(outcome.duration_ms)
+    .bind(now);
+    tx.execute(&q).await?;
+    let webhook = if outcome.succeeded {
+        Query::new("UPDATE webhooks SET failing_since = NULL WHERE company_id = $1 AND id = $2 AND failing_since IS NOT NULL")
+            .bind(claimed.company_id)
+            .bind(claimed.webhook_id)
+    } else {
+        Query::new(
+            "UPDATE webhooks SET failing_since = COALESCE(failing_since, $3), \
+             enabled = CASE WHEN $4 OR COALESCE(failing_since, $3) <= $3 - $5 THEN FALSE ELSE enabled END \
+             WHERE company_id = $1 AND id = $2",
+        )
+        .bind(claimed.company_id)
+        .bind(claimed.webhook_id)
+        .bind(now)
+        .bind(outcome.disable)
+        .bind(disable_after)
+    };
+    tx.execute(&webhook).await?;
+    tx.commit().await
+}

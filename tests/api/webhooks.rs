@@ -1,0 +1,266 @@
+//! Webhooks (decisions §11): settings, roles and scope, signed deliveries to a real receiver,
+//! retries, disabling, the test ping, private addresses, and one attempt per delivery across
+//! replicas.
+
+use std::{collections::BTreeSet, time::Duration};
+
+use autoshop::config::AppConfig;
+use serde_json::{Value, json};
+
+use crate::{
+    appointments::{body, create_customer},
+    receiver::Receiver,
+    support::{Backend, TestApp, test_config},
+};
+
+crate::backend_tests!(
+    settings_roles_scope_and_validation,
+    deliveries_are_signed_retried_and_logged,
+    gone_disables_and_failures_give_up,
+    test_ping_and_private_addresses_at_delivery,
+    each_delivery_is_attempted_once_across_replicas,
+);
+
+/// Creates a webhook for `receiver` and gives the receiver its secret; returns the webhook id.
+async fn subscribe(app: &TestApp, receiver: &Receiver, events: Value, shop_ids: Option<Vec<i64>>) -> i64 {
+    let mut body = json!({"url": receiver.url, "events": events});
+    if let Some(ids) = shop_ids {
+        body["shop_ids"] = json!(ids);
+    }
+    let r = app.post(&app.admin_key, "/api/v1/webhooks", body).await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    receiver.set_secret(r.body["secret"].as_str().unwrap());
+    r.body["id"].as_i64().unwrap()
+}
+
+/// Polls `path` until `check` holds on its body (or panics after 10 s).
+async fn eventually(app: &TestApp, path: &str, check: impl Fn(&Value) -> bool) -> Value {
+    for _ in 0..500 {
+        let r = app.get(&app.admin_key, path).await;
+        if check(&r.body) {
+            return r.body;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("{path} never reached the expected state: {}", app.get(&app.admin_key, path).await.body);
+}
+
+async fn settings_roles_scope_and_validation(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let key = &app.admin_key;
+    let mine = app.create_shop(key, "Mine", "America/Chicago").await;
+    let theirs = app.create_shop(key, "Theirs", "America/Chicago").await;
+
+    let r = app.post(key, "/api/v1/webhooks", json!({"url": "https://hooks.example.com/a", "events": ["appointment.*"], "description": " Sync "})).await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    let secret = r.body["secret"].as_str().unwrap();
+    assert!(secret.starts_with("whsec_") && secret.len() >= 6 + 32, "{secret}");
+    let id = r.body["id"].as_i64().unwrap();
+    let path = format!("/api/v1/webhooks/{id}");
+    assert_eq!(r.header("location"), Some(path.as_str()));
+    let got = app.get(key, &path).await.ok().clone();
+    assert!(got.get("secret").is_none(), "the secret is shown once");
+    let mut created = r.body.clone();
+    created.as_object_mut().unwrap().remove("secret");
+    assert_eq!(got, created);
+    assert_eq!(got["description"], "Sync");
+    assert_eq!((got["enabled"].clone(), got["shop_ids"].clone()), (json!(true), Value::Null));
+
+    let r = app.put(key, &path, json!({"url": "https://hooks.example.com/b", "events": ["customer.created", "customer.updated"], "enabled": false})).await;
+    assert_eq!((r.ok()["enabled"].clone(), r.body["events"].clone()), (json!(false), json!(["customer.created", "customer.updated"])));
+    assert_eq!(r.body["description"], "", "PUT replaces: an omitted description is empty");
+    app.put(key, &path, json!({"events": ["*"]})).await.invalid("url");
+    let r = app.post(key, "/api/v1/webhooks", json!({"url": "ftp://hooks.example.com", "events": []})).await;
+    r.invalid("url");
+    r.invalid("events");
+    app.post(key, "/api/v1/webhooks", json!({"url": "https://x.example.com", "events": ["nope.*"]})).await.invalid("events.0");
+    app.post(key, "/api/v1/webhooks", json!({"url": "https://x.example.com", "events": ["bay.*", "bay.*"]})).await.invalid("events.1");
+    app.post(key, "/api/v1/webhooks", json!({"url": "https://x.example.com", "events": ["*"], "shop_ids": [999999]})).await.invalid("shop_ids.0");
+
+    // Without --webhook-allow-private, internal addresses are refused.
+    let strict = TestApp::spawn_isolated(backend, AppConfig { webhook_allow_private: false, ..test_config() }).await;
+    for url in ["http://127.0.0.1:9/x", "http://localhost/x", "http://[::1]/x", "http://10.1.2.3/x", "http://169.254.169.254/latest", "http://metadata.google.internal/"] {
+        let r = strict.post(&strict.admin_key, "/api/v1/webhooks", json!({"url": url, "events": ["*"]})).await;
+        r.invalid("url");
+    }
+
+    // Roles: only admin keys; other companies see nothing.
+    for role in ["read", "write"] {
+        let k = app.create_key(key, role, None).await;
+        app.get(&k, "/api/v1/webhooks").await.problem(403);
+        app.post(&k, "/api/v1/webhooks", json!({"url": "https://x.example.com", "events": ["*"]})).await.problem(403);
+        app.get(&k, &path).await.problem(403);
+        app.delete(&k, &path).await.problem(403);
+        app.post(&k, &format!("{path}/test"), json!({})).await.problem(403);
+    }
+    let (_, stranger) = app.new_company("Stranger").await;
+    app.get(&stranger, &path).await.problem(404);
+    app.put(&stranger, &path, json!({"url": "https://x.example.com", "events": ["*"]})).await.problem(404);
+    app.get(&stranger, &format!("{path}/deliveries")).await.problem(404);
+    app.post(&stranger, &format!("{path}/test"), json!({})).await.problem(404);
+    app.delete(&stranger, &path).await.problem(404);
+    assert_eq!(app.get(&stranger, "/api/v1/webhooks").await.ok()["meta"]["total"], 0);
+
+    // A key limited to shops manages webhooks limited to (some of) its shops, and only those.
+    let scoped = app.create_key(key, "admin", Some(vec![mine])).await;
+    app.post(&scoped, "/api/v1/webhooks", json!({"url": "https://x.example.com", "events": ["*"]})).await.invalid("shop_ids");
+    app.post(&scoped, "/api/v1/webhooks", json!({"url": "https://x.example.com", "events": ["*"], "shop_ids": [theirs]})).await.invalid("shop_ids.0");
+    let r = app.post(&scoped, "/api/v1/webhooks", json!({"url": "https://x.example.com", "events": ["*"], "shop_ids": [mine, mine]})).await;
+    assert_eq!(r.ok()["shop_ids"], json!([mine]));
+    let scoped_id = r.body["id"].as_i64().unwrap();
+    let listed = app.get(&scoped, "/api/v1/webhooks").await;
+    assert_eq!(listed.ids("id"), vec![scoped_id]);
+    app.get(&scoped, &path).await.problem(404);
+    assert_eq!(app.get(key, "/api/v1/webhooks").await.ids("id"), vec![id, scoped_id]);
+
+    assert_eq!(app.delete(key, &path).await.status, 204);
+    app.get(key, &path).await.problem(404);
+    app.delete(key, &path).await.problem(404);
+}
+
+async fn deliveries_are_signed_retried_and_logged(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let key = &app.admin_key;
+    let shop = app.create_shop(key, "Chicago", "America/Chicago").await;
+    let other_shop = app.create_shop(key, "Other", "America/Chicago").await;
+    let appointments = Receiver::start(200).await;
+    appointments.script(&[500]);
+    let hook = subscribe(&app, &appointments, json!(["appointment.*"]), None).await;
+    let customers = Receiver::start(200).await;
+    subscribe(&app, &customers, json!(["customer.created"]), Some(vec![other_shop])).await;
+
+    let started = chrono::Utc::now().timestamp();
+    let created = app.post(key, "/api/v1/appointments", body(shop, "2030-01-07T09:00:00-06:00")).await;
+    created.ok();
+    let got = appointments.wait_for(2, 10).await;
+    assert_eq!(got.len(), 2, "a failed attempt is retried once it succeeds: {got:?}");
+    assert_eq!(got[0].webhook_id, got[1].webhook_id, "the same webhook-id on every attempt");
+    assert!(got.iter().all(|r| r.signature_ok), "{got:?}");
+    assert!(got.iter().all(|r| (r.timestamp - started).abs() < 60));
+    let feed = app.get(key, "/api/v1/events?filter[type]=appointment.created").await;
+    let event = feed.ok()["data"][0].clone();
+    assert_eq!(got[0].body, event, "the body is the feed's event");
+    assert_eq!(got[0].webhook_id, event["id"]);
+    assert_eq!(event["data"], created.body);
+
+    let log = eventually(&app, &format!("/api/v1/webhooks/{hook}/deliveries"), |b| b["data"][0]["state"] == "succeeded").await;
+    let entry = &log["data"][0];
+    assert_eq!((entry["attempt"].clone(), entry["status_code"].clone(), entry["next_retry_at"].clone()), (json!(2), json!(200), Value::Null));
+    assert_eq!(entry["event_id"], event["id"]);
+    assert_eq!(entry["event_type"], "appointment.created");
+
+    // Patterns and shops select what a webhook gets.
+    create_customer(&app, key, shop, "Ann", "Lee", "ann@example.com").await;
+    create_customer(&app, key, other_shop, "Bo", "Kim", "bo@example.com").await;
+    let got = customers.wait_for(1, 10).await;
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    let got_later = customers.received();
+    assert_eq!(got_later.len(), 1, "only the other shop's customer: {got_later:?}");
+    assert_eq!(got[0].body["data"]["shop_id"], other_shop);
+    assert_eq!(appointments.received().len(), 2, "customer events are not appointment events");
+}
+
+async fn gone_disables_and_failures_give_up(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let key = &app.admin_key;
+    let shop = app.create_shop(key, "Chicago", "America/Chicago").await;
+    let gone = Receiver::start(410).await;
+    let gone_id = subscribe(&app, &gone, json!(["bay.*"]), None).await;
+    let failing = Receiver::start(503).await;
+    let failing_id = subscribe(&app, &failing, json!(["bay.*"]), None).await;
+
+    app.create_bay(key, shop, "Lift 1", 0).await;
+    gone.wait_for(1, 10).await;
+    eventually(&app, &format!("/api/v1/webhooks/{gone_id}"), |b| b["enabled"] == false).await;
+    // The test servers retry three times, 0.3 s apart: four attempts, then the delivery failed.
+    failing.wait_for(4, 10).await;
+    let log = eventually(&app, &format!("/api/v1/webhooks/{failing_id}/deliveries"), |b| b["data"][0]["state"] == "failed").await;
+    assert_eq!((log["data"][0]["attempt"].clone(), log["data"][0]["status_code"].clone()), (json!(4), json!(503)));
+    assert_eq!(log["data"][0]["next_retry_at"], Value::Null);
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    assert_eq!(failing.received().len(), 4, "no attempt after the last retry");
+
+    app.create_bay(key, shop, "Lift 2", 1).await;
+    failing.wait_for(5, 10).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(gone.received().len(), 1, "a disabled webhook gets nothing");
+    assert_eq!(app.get(key, &format!("/api/v1/webhooks/{failing_id}")).await.body["enabled"], true, "failing for less than 3 days");
+
+    // Enabled again, it gets new events.
+    let r = app.put(key, &format!("/api/v1/webhooks/{gone_id}"), json!({"url": gone.url, "events": ["bay.*"], "enabled": true})).await;
+    assert_eq!(r.ok()["enabled"], true);
+    gone.script(&[200]);
+    app.create_bay(key, shop, "Lift 3", 2).await;
+    let got = gone.wait_for(2, 10).await;
+    assert_eq!(got[1].body["data"]["title"], "Lift 3");
+}
+
+async fn test_ping_and_private_addresses_at_delivery(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let key = &app.admin_key;
+    let receiver = Receiver::start(200).await;
+    let hook = subscribe(&app, &receiver, json!(["appointment.created"]), None).await;
+    let r = app.post(key, &format!("/api/v1/webhooks/{hook}/test"), json!({})).await;
+    assert_eq!(r.status, 202, "{}", r.body);
+    assert_eq!((r.body["event_type"].clone(), r.body["attempt"].clone(), r.body["state"].clone()), (json!("webhook.test"), json!(0), json!("pending")));
+    let got = receiver.wait_for(1, 10).await;
+    assert!(got[0].signature_ok);
+    assert_eq!(got[0].body["type"], "webhook.test");
+    assert_eq!(got[0].body["data"]["webhook_id"], hook);
+    assert_eq!(got[0].webhook_id, r.body["event_id"]);
+    assert!(app.get(key, "/api/v1/events?filter[type]=appointment.*").await.ok()["data"].as_array().unwrap().is_empty());
+
+    // A webhook stored with an internal address (as if a name had been re-pointed since) is
+    // refused when delivering, by a server without --webhook-allow-private.
+    let strict = TestApp::spawn_isolated(backend, AppConfig { webhook_allow_private: false, ..test_config() }).await;
+    let internal = Receiver::start(200).await;
+    let fields = autoshop::webhooks::store::WebhookFields {
+        url: internal.url.clone(),
+        events: "[\"*\"]".into(),
+        description: String::new(),
+        shop_ids: None,
+        enabled: true,
+    };
+    let mut tx = strict.db.begin().await.unwrap();
+    let row = autoshop::webhooks::store::insert(&mut tx, strict.company_id, &fields, &autoshop::webhooks::signing::new_secret()).await.unwrap();
+    tx.commit().await.unwrap();
+    let shop = strict.create_shop(&strict.admin_key, "Chicago", "America/Chicago").await;
+    strict.create_bay(&strict.admin_key, shop, "Lift 1", 0).await;
+    let log = eventually(&strict, &format!("/api/v1/webhooks/{}/deliveries?pageSize=100", row.id), |b| {
+        b["data"].as_array().is_some_and(|d| !d.is_empty() && d.iter().all(|x| x["state"] == "failed"))
+    })
+    .await;
+    assert!(log["data"][0]["error"].as_str().unwrap().contains("private"), "{log}");
+    assert!(internal.received().is_empty(), "nothing reached the internal address");
+}
+
+async fn each_delivery_is_attempted_once_across_replicas(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let key = app.admin_key.clone();
+    let shop = app.create_shop(&key, "Chicago", "America/Chicago").await;
+    let receiver = Receiver::start(200).await;
+    subscribe(&app, &receiver, json!(["appointment.created"]), None).await;
+    // Three servers, each with its own delivery loop (on PostgreSQL each with its own pool, as
+    // replicas are), all writing and all delivering.
+    let bases = vec![app.base.clone(), app.spawn_replica().await, app.spawn_replica().await];
+    const N: usize = 60;
+    let mut writers = Vec::new();
+    for n in 0..N {
+        let (client, base, key) = (app.client.clone(), bases[n % bases.len()].clone(), key.clone());
+        let b = body(shop, &format!("2030-01-{:02}T09:00:00-06:00", 1 + n % 28));
+        writers.push(tokio::spawn(async move {
+            let r = client.post(format!("{base}/api/v1/appointments")).bearer_auth(&key).json(&b).send().await.unwrap();
+            assert_eq!(r.status(), 201);
+        }));
+    }
+    for w in writers {
+        w.await.unwrap();
+    }
+    let got = receiver.wait_for(N, 20).await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let got_later = receiver.received();
+    let ids: BTreeSet<&str> = got_later.iter().map(|r| r.webhook_id.as_str()).collect();
+    assert_eq!(ids.len(), N, "every event delivered");
+    assert_eq!(got_later.len(), N, "and each exactly once (no attempt repeated by another replica): {} deliveries", got_later.len());
+    assert!(got.iter().all(|r| r.signature_ok));
+}
