@@ -174,7 +174,8 @@ cust_phone:phone:
 appts_details:path:/api/v1/appointments?with_details=true
 cust_details:path:/api/v1/customers?with_details=true
 post_appointment:post:
-put_customer:put:"
+put_customer:put:
+events_page:path:/api/v1/events?limit=100"
 # Indexed filters whose unloaded latency is compared between the small and the main data set,
 # and the substring filters (same probe).
 probe_cases="appts_default:path:/api/v1/appointments
@@ -256,6 +257,20 @@ for backend in $backends; do
       stop_app
     fi
   done
+
+  # The outbox's cost on writes: the same appointment inserts with and without their event, in
+  # alternating rounds on a fresh database (printed as a ratio, not kept in the JSON results).
+  if [ "$backend" = sqlite ]; then
+    outbox_url="sqlite://$data_dir/outbox-$$.db"
+  else
+    psql "$pg_server/test" -qc "DROP DATABASE IF EXISTS ${pg_prefix}outbox WITH (FORCE)" >/dev/null
+    psql "$pg_server/test" -qc "CREATE DATABASE ${pg_prefix}outbox" >/dev/null
+    outbox_url="$pg_server/${pg_prefix}outbox"
+  fi
+  "$bin/examples/bench_seed" outbox --database-url "$outbox_url" --seconds "$probe_duration" --rounds 3 --concurrency 16
+  if [ "$backend" = sqlite ]; then rm -f "$data_dir/outbox-$$.db"*; else
+    psql "$pg_server/test" -qc "DROP DATABASE IF EXISTS ${pg_prefix}outbox WITH (FORCE)" >/dev/null
+  fi
 done
 
 echo

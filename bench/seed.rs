@@ -13,7 +13,7 @@
 //! `pgbench` prints a pgbench script with the page and count statements the app issues for a
 //! list case (`default` or `range`), taken from the app's own statement builder.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use autoshop::{
@@ -80,6 +80,18 @@ enum Cmd {
         first_day: String,
         #[arg(long, default_value_t = 1)]
         days: i64,
+    },
+    /// The outbox's cost: appointment inserts with and without their event (and the webhook
+    /// fan-out check), in alternating rounds on one database, printed as a ratio.
+    Outbox {
+        #[arg(long)]
+        database_url: String,
+        #[arg(long, default_value_t = 16)]
+        concurrency: usize,
+        #[arg(long, default_value_t = 5)]
+        seconds: u64,
+        #[arg(long, default_value_t = 3)]
+        rounds: usize,
     },
 }
 
@@ -164,6 +176,12 @@ async fn main() -> anyhow::Result<()> {
             let db = open(&database_url).await?;
             let out = seed_company(&db, appointments, customers, shops.max(1), history_days, seed).await?;
             println!("{out}");
+            db.close().await;
+        }
+        Cmd::Outbox { database_url, concurrency, seconds, rounds } => {
+            let db = Db::connect(&DbConfig { url: database_url, max_connections: concurrency as u32 + 2 }).await?;
+            db.migrate().await.context("migrating")?;
+            outbox_cost(&db, concurrency, Duration::from_secs(seconds), rounds).await?;
             db.close().await;
         }
         Cmd::Pgbench { database_url, company_id, case, first_shop, shop_count, first_day, days } => {
@@ -559,4 +577,93 @@ fn render(q: &Query, special: impl Fn(&Arg) -> Option<String>) -> anyhow::Result
         sql = sql.replace(&format!("${}", i + 1), &var);
     }
     Ok(format!("{sets}{sql}"))
+}
+
+/// Inserts appointments from `concurrency` tasks for `length`, each in its own transaction,
+/// with (`with_event`) or without the event and webhook fan-out a real create records.
+async fn insert_rate(db: &Db, company_id: i64, shop_id: i64, concurrency: usize, length: Duration, with_event: bool) -> anyhow::Result<f64> {
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for t in 0..concurrency {
+        let db = db.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut done = 0u64;
+            while started.elapsed() < length {
+                let mut f = bench_fields(shop_id, t as i64 * 1_000_000 + done as i64);
+                f.localize(chrono_tz::UTC);
+                if with_event {
+                    let mut change = Change::begin(&db, company_id).await?;
+                    let row = autoshop::appointments::store::insert(change.tx(), company_id, &f).await?;
+                    change.record("appointment.created", Some(shop_id), &autoshop::appointments::model::Appointment::from(row))?;
+                    change.commit().await?;
+                } else {
+                    let mut tx = db.begin().await?;
+                    let row = autoshop::appointments::store::insert(&mut tx, company_id, &f).await?;
+                    // The same serialisation a handler does for its response.
+                    std::hint::black_box(serde_json::to_string(&autoshop::appointments::model::Appointment::from(row))?);
+                    tx.commit().await?;
+                }
+                done += 1;
+            }
+            anyhow::Ok(done)
+        }));
+    }
+    let mut total = 0;
+    for t in tasks {
+        total += t.await??;
+    }
+    Ok(total as f64 / started.elapsed().as_secs_f64())
+}
+
+fn bench_fields(shop_id: i64, n: i64) -> AppointmentFields {
+    let start_at = 1_900_000_000_000_000 + n * 3_600_000_000;
+    AppointmentFields {
+        shop_id,
+        customer_id: None,
+        vehicle_id: None,
+        repair_order_id: None,
+        employee_id: None,
+        first_name: "Outbox".into(),
+        last_name: format!("Bench{n}"),
+        email: None,
+        year: "2020".into(),
+        make: "Toyota".into(),
+        model: "Camry".into(),
+        reason: Some("Oil change".into()),
+        home_phone: String::new(),
+        work_phone: String::new(),
+        cell_phone: String::new(),
+        bay_id: None,
+        hours: 1.0,
+        done: false,
+        source: "API".into(),
+        status: None,
+        start_at,
+        end_at: start_at + 3_600_000_000,
+        local_date: String::new(),
+        local_time: String::new(),
+    }
+}
+
+async fn outbox_cost(db: &Db, concurrency: usize, length: Duration, rounds: usize) -> anyhow::Result<()> {
+    let (company_id, _) = create_company(db, "Outbox bench").await?;
+    let mut change = Change::begin(db, company_id).await?;
+    let fields = ShopFields { name: "Outbox".into(), timezone: "UTC".into(), ..ShopFields::default() };
+    let shop = shops::create(&mut change, &fields).await.map_err(|e| anyhow::anyhow!("creating a shop: {e}"))?;
+    change.commit().await?;
+    let (mut without, mut with) = (Vec::new(), Vec::new());
+    for _ in 0..rounds {
+        without.push(insert_rate(db, company_id, shop.id, concurrency, length, false).await?);
+        with.push(insert_rate(db, company_id, shop.id, concurrency, length, true).await?);
+    }
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+    let (a, b) = (mean(&without), mean(&with));
+    println!(
+        "outbox {}: {concurrency} writers, {rounds} x {}s each: without events {a:.0}/s, with events {b:.0}/s, ratio {:.2} ({:+.1}%)",
+        db.backend(),
+        length.as_secs(),
+        b / a,
+        (b / a - 1.0) * 100.0
+    );
+    Ok(())
 }

@@ -62,7 +62,7 @@ pub fn timezone_schema() -> utoipa::openapi::schema::Object {
 }
 
 /// A shop's editable fields, complete and validated.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct ShopFields {
     pub name: String,
     pub address: String,

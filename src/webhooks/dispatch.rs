@@ -25,8 +25,9 @@ use crate::db::{Db, now_micros};
 
 /// How long a receiver gets to answer.
 pub const ATTEMPT_TIMEOUT: Duration = Duration::from_secs(10);
-/// How long a claimed attempt keeps other replicas away: past it, the attempt counts as lost.
-const LEASE: Duration = Duration::from_secs(60);
+/// How long a claimed attempt keeps other replicas away: past it, the attempt counts as lost
+/// (the 10 s attempt limit plus time to record the outcome).
+const LEASE: Duration = Duration::from_secs(15);
 /// A webhook whose deliveries have all failed this long is disabled.
 const DISABLE_AFTER: Duration = Duration::from_secs(3 * 24 * 3600);
 /// Idle: look for due deliveries this often (new ones also wake the loop at once).
