@@ -78,7 +78,10 @@ pub fn openapi_document() -> utoipa::openapi::OpenApi {
 pub fn build(db: Db, config: AppConfig) -> Router {
     let state = AppState::new(db, config);
     let (api, doc) = api_routes().split_for_parts();
-    let api = api.route_layer(middleware::from_fn_with_state(state.clone(), auth::require_key));
+    // Layers run outside in: the key is checked, then the Idempotency-Key.
+    let api = api
+        .route_layer(middleware::from_fn_with_state(state.clone(), crate::idempotency::middleware))
+        .route_layer(middleware::from_fn_with_state(state.clone(), auth::require_key));
     let doc = openapi::finish(doc);
     let timeout = Duration::from_secs(state.config.request_timeout_secs.max(1));
     let body_limit = state.config.max_body_bytes;

@@ -17,6 +17,7 @@ pub mod demo;
 pub mod error;
 pub mod events;
 pub mod extract;
+pub mod idempotency;
 pub mod listing;
 pub mod openapi;
 pub mod rate_limit;

@@ -56,6 +56,42 @@ fn allow_empty_query_values(op: &mut Operation) {
     }
 }
 
+/// Every `POST` takes `Idempotency-Key` (decisions §12): replays say so in a header; the key
+/// with another request is a 422; a repeat while the first runs is a 409.
+fn accept_idempotency_key(op: &mut Operation) {
+    use utoipa::openapi::{
+        Required,
+        header::HeaderBuilder,
+        path::{ParameterBuilder, ParameterIn},
+        schema::{ObjectBuilder, Type},
+    };
+    let key = ObjectBuilder::new().schema_type(Type::String).min_length(Some(1)).max_length(Some(255)).pattern(Some("^[!-~]+$")).build();
+    let parameter = ParameterBuilder::new()
+        .name("Idempotency-Key")
+        .parameter_in(ParameterIn::Header)
+        .required(Required::False)
+        .description(Some(
+            "Makes the request safe to retry: the first request with a key runs and its answer is kept 24 hours (per API key); \
+             a repeat with the same method, path and body gets that answer again with `Idempotent-Replayed: true` and writes \
+             nothing. Failed requests are not kept.",
+        ))
+        .schema(Some(key))
+        .build();
+    op.parameters.get_or_insert_with(Vec::new).push(RefOr::T(parameter));
+    let replayed = HeaderBuilder::new()
+        .schema(Some(ObjectBuilder::new().schema_type(Type::String).enum_values(Some(["true"])).build()))
+        .description(Some("Present on a replayed answer."))
+        .build();
+    for (status, response) in op.responses.responses.iter_mut() {
+        if let (true, RefOr::T(response)) = (status.starts_with('2'), response) {
+            response.headers.insert("Idempotent-Replayed".to_owned(), RefOr::T(replayed.clone()));
+        }
+    }
+    op.responses.responses.entry("409".to_owned()).or_insert_with(|| {
+        RefOr::T(problem_response("A request with the same Idempotency-Key is still running; retry after `Retry-After` seconds"))
+    });
+}
+
 fn finish_operation(op: &mut Operation) {
     allow_empty_query_values(op);
     op.security = Some(vec![SecurityRequirement::new("bearer", Vec::<String>::new())]);
@@ -77,6 +113,9 @@ pub fn finish(mut doc: OpenApi) -> OpenApi {
     for (path, item) in doc.paths.paths.iter_mut() {
         if !path.starts_with("/api/v1/") {
             continue;
+        }
+        if let Some(op) = item.post.as_mut() {
+            accept_idempotency_key(op);
         }
         for op in [&mut item.get, &mut item.put, &mut item.post, &mut item.delete, &mut item.patch].into_iter().flatten() {
             finish_operation(op);

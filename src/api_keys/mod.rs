@@ -19,7 +19,6 @@ use crate::{
     error::{ApiError, FieldErrors, Problem},
     extract::{JsonBody, path_id},
     listing::{ListQuery, ListSpec, Page, RequestUrl},
-    respond::created,
     state::AppState,
     time,
     validate,
@@ -138,9 +137,20 @@ async fn create_key(State(state): State<AppState>, CompanyAdmin(caller): Company
     let (row, key) = store::insert(change.tx(), caller.company_id, name.trim(), role.unwrap_or(Role::Read), shops.as_deref()).await?;
     let mut record = ApiKeyRecord::from(row);
     change.record("api_key.created", None, &record)?;
-    change.commit().await?;
+    let location = format!("/api/v1/api_keys/{}", record.id);
+    // A repeat never gets the key again: its answer has `api_key: null`.
+    change.replay_as(StatusCode::CREATED, Some(&location), &with_null(&record, "api_key"))?;
     record.api_key = Some(key);
-    Ok(created(format!("/api/v1/api_keys/{}", record.id), record))
+    change.commit_created(location, record).await
+}
+
+/// `value` as JSON with `field` present and null (secrets in stored responses).
+pub fn with_null<T: Serialize>(value: &T, field: &str) -> serde_json::Value {
+    let mut json = serde_json::to_value(value).unwrap_or_default();
+    if let Some(object) = json.as_object_mut() {
+        object.insert(field.to_owned(), serde_json::Value::Null);
+    }
+    json
 }
 
 /// Get one API key's record (never the key itself).

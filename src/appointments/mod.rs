@@ -28,7 +28,6 @@ use crate::{
     error::{ApiError, Problem},
     extract::{JsonBody, path_id},
     listing::{ListQuery, ListSpec, Page, RequestUrl},
-    respond::created,
     scope,
     state::AppState,
 };
@@ -108,8 +107,7 @@ async fn create_appointment(
     row.column_title = valid.column_title;
     let appointment = Appointment::from(row);
     change.record("appointment.created", Some(appointment.shop_id), &appointment)?;
-    change.commit().await?;
-    Ok(created(format!("/api/v1/appointments/{}", appointment.appointment_id), appointment))
+    change.commit_created(format!("/api/v1/appointments/{}", appointment.appointment_id), appointment).await
 }
 
 /// Update an appointment (`write` or `admin` key). Omitted fields keep their value; `null`

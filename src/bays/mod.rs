@@ -17,7 +17,7 @@ use crate::{
     error::{ApiError, FieldErrors, Problem},
     extract::{JsonBody, parse_bool, path_id},
     listing::{ListQuery, ListSpec, Page, RequestUrl},
-    respond::{created, unique_as_invalid},
+    respond::unique_as_invalid,
     scope, validate,
 };
 use model::{Bay, BayInput, BayListParams, NewBay};
@@ -74,8 +74,7 @@ async fn create_bay(State(state): State<AppState>, Admin(caller): Admin, JsonBod
     let location = format!("/api/v1/bays/{}", row.id);
     let bay = Bay::from(row);
     change.record("bay.created", Some(fields.shop_id), &bay)?;
-    change.commit().await?;
-    Ok(created(location, bay))
+    change.commit_created(location, bay).await
 }
 
 /// Update a bay (admin). Omitted fields keep their value.

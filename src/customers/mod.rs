@@ -22,7 +22,7 @@ use crate::{
     error::{ApiError, FieldErrors, Problem},
     extract::{JsonBody, path_id},
     listing::{ListQuery, ListSpec, Page, RequestUrl},
-    respond::{created, unique_as_invalid},
+    respond::unique_as_invalid,
     scope,
 };
 use model::{Customer, CustomerInput, CustomerListParams, NewCustomer};
@@ -119,8 +119,7 @@ async fn create_customer(
     let mut change = Change::begin(&state.db, caller.company_id).await?;
     let customer = Customer::from(store::insert(change.tx(), caller.company_id, &fields, now_micros()).await.map_err(unique_as_invalid("customer_number"))?);
     change.record("customer.created", Some(customer.shop_id), &customer)?;
-    change.commit().await?;
-    Ok(created(format!("/api/v1/customers/{}", customer.customer_id), customer))
+    change.commit_created(format!("/api/v1/customers/{}", customer.customer_id), customer).await
 }
 
 /// Update a customer (`write` or `admin` key). Omitted fields keep their value.

@@ -21,7 +21,6 @@ use crate::{
     error::{ApiError, FieldErrors, Problem},
     extract::{JsonBody, parse_bool, path_id},
     listing::{ListQuery, ListSpec, Page, RequestUrl},
-    respond::created,
     scope, validate,
 };
 use model::{PaymentInput, Receivable, ReceivableInput, ReceivableListParams};
@@ -175,8 +174,7 @@ async fn create_receivable(
     let location = format!("/api/v1/customers/{}/accounts_receivable/{}", customer.id, row.id);
     let entry = Receivable::from(row);
     change.record("receivable.created", Some(fields.shop_id), &entry)?;
-    change.commit().await?;
-    Ok(created(location, entry))
+    change.commit_created(location, entry).await
 }
 
 /// Record a payment on an entry (admin): lowers its balance and sets `payment_date`; answers
@@ -206,8 +204,7 @@ async fn create_payment(
         Payment::Applied(row) => {
             let entry = Receivable::from(row);
             change.record("payment.created", Some(entry.shop_id), &entry)?;
-            change.commit().await?;
-            Ok(created(location, entry))
+            change.commit_created(location, entry).await
         }
         Payment::ExceedsBalance(balance) => Err(ApiError::invalid(
             "amount",

@@ -20,7 +20,7 @@ use crate::{
     error::{ApiError, Problem},
     extract::{JsonBody, path_id},
     listing::{ListQuery, ListSpec, Page, RequestUrl},
-    respond::{created, unique_as_invalid},
+    respond::unique_as_invalid,
     scope,
     state::AppState,
     validate,
@@ -86,8 +86,7 @@ async fn create_ship_to(
     let location = format!("/api/v1/customers/{}/ship_tos/{}", customer.id, row.id);
     let ship_to = ShipTo::from(row);
     change.record("ship_to.created", Some(customer.shop_id), &ship_to)?;
-    change.commit().await?;
-    Ok(created(location, ship_to))
+    change.commit_created(location, ship_to).await
 }
 
 /// Replace a ship-to of the customer (`write` or `admin` key); the body is the create body.

@@ -21,7 +21,6 @@ use crate::{
     error::{ApiError, Problem},
     extract::{JsonBody, QueryParams, path_id},
     listing::{DataList, parse_filters},
-    respond::created,
     scope,
     shop_hours,
     sources::{model::Source, store as sources},
@@ -138,8 +137,7 @@ async fn create_shop(State(state): State<AppState>, CompanyAdmin(caller): Compan
     let fields = input.into_fields(None).map_err(ApiError::Validation)?;
     let mut change = Change::begin(&state.db, caller.company_id).await?;
     let shop = create(&mut change, &fields).await?;
-    change.commit().await?;
-    Ok(created(format!("/api/v1/shops/{}", shop.id), ShopInfo::from(shop)))
+    change.commit_created(format!("/api/v1/shops/{}", shop.id), ShopInfo::from(shop)).await
 }
 
 /// Creates a shop with its default sources inside `change`, recording their events.

@@ -17,7 +17,7 @@ use crate::{
     error::{ApiError, FieldErrors, Problem},
     extract::{JsonBody, parse_bool, path_id},
     listing::{ListQuery, ListSpec, Page, RequestUrl},
-    respond::{created, unique_as_invalid},
+    respond::unique_as_invalid,
     scope, validate,
 };
 use model::{NewSource, Source, SourceInput, SourceListParams};
@@ -74,8 +74,7 @@ async fn create_source(State(state): State<AppState>, Admin(caller): Admin, Json
             .map_err(unique_as_invalid("name"))?,
     );
     change.record("source.created", Some(source.shop_id), &source)?;
-    change.commit().await?;
-    Ok(created(format!("/api/v1/settings/sources/{}", source.id), source))
+    change.commit_created(format!("/api/v1/settings/sources/{}", source.id), source).await
 }
 
 /// Update a source (admin). Omitted fields keep their value.

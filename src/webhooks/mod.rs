@@ -27,7 +27,6 @@ use crate::{
     events::{Event, store::EventRow},
     extract::{JsonBody, path_id},
     listing::{ListQuery, ListSpec, Page, RequestUrl},
-    respond::created,
     state::AppState,
 };
 use model::{Delivery, Webhook, WebhookInput, pattern_matches, visible_to};
@@ -82,10 +81,12 @@ async fn create_webhook(State(state): State<AppState>, Admin(caller): Admin, Jso
     let secret = signing::new_secret();
     let mut change = Change::begin(&state.db, caller.company_id).await?;
     let row = store::insert(change.tx(), caller.company_id, &fields, &secret).await?;
-    change.commit().await?;
     let mut webhook = Webhook::from(row);
+    let location = format!("/api/v1/webhooks/{}", webhook.id);
+    // A repeat never gets the secret again: its answer has `secret: null`.
+    change.replay_as(StatusCode::CREATED, Some(&location), &crate::api_keys::with_null(&webhook, "secret"))?;
     webhook.secret = Some(secret);
-    Ok(created(format!("/api/v1/webhooks/{}", webhook.id), webhook))
+    change.commit_created(location, webhook).await
 }
 
 /// Get a webhook (admin). The secret is never shown again.
@@ -152,13 +153,14 @@ async fn test_webhook(State(state): State<AppState>, Admin(caller): Admin, Path(
         "id": event_id, "type": "webhook.test", "created_at": crate::time::format_micros(crate::db::now_micros()),
         "company_id": caller.company_id, "shop_id": null, "data": {"webhook_id": webhook.id},
     });
-    let mut tx = state.db.begin().await?;
+    let mut change = Change::begin(&state.db, caller.company_id).await?;
     let delivery = NewDelivery { webhook_id: webhook.id, event_id, event_type: "webhook.test", payload: payload.to_string() };
-    let mut rows = store::enqueue(&mut tx, caller.company_id, &[delivery]).await?;
-    tx.commit().await?;
+    let row = store::enqueue(change.tx(), caller.company_id, &[delivery]).await?.pop();
+    let delivery = Delivery::from(row.ok_or_else(|| ApiError::Internal("queued delivery missing".into()))?);
+    change.replay_as(StatusCode::ACCEPTED, None, &delivery)?;
+    change.commit().await?;
     wake_dispatcher();
-    let row = rows.pop().ok_or_else(|| ApiError::Internal("queued delivery missing".into()))?;
-    Ok((StatusCode::ACCEPTED, Json(Delivery::from(row))).into_response())
+    Ok((StatusCode::ACCEPTED, Json(delivery)).into_response())
 }
 
 async fn visible(state: &AppState, caller: &Caller, raw_id: &str) -> Result<WebhookRow, ApiError> {

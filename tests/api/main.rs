@@ -14,6 +14,7 @@ mod errors;
 mod events_feed;
 mod events_recorded;
 mod events_stream;
+mod idempotency;
 mod isolation;
 mod receiver;
 mod receivables;

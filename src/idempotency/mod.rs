@@ -1,0 +1,178 @@
+//! `Idempotency-Key` on every `POST` under `/api/v1` (decisions §12): the first request with a
+//! key runs and its response is stored by the transaction of its write ([`crate::change`]); a
+//! repeat replays it; the key with another request is a 422; a repeat while the first runs is a
+//! 409. Keys are scoped to the API key and kept 24 hours.
+
+pub mod store;
+
+use std::{
+    sync::{
+        Arc,
+        atomic::{AtomicBool, Ordering},
+    },
+    time::Duration,
+};
+
+use axum::{
+    body::{Body, to_bytes},
+    extract::{Request, State},
+    http::{HeaderValue, Method, StatusCode, header},
+    middleware::Next,
+    response::{IntoResponse, Response},
+};
+use sha2::{Digest, Sha256};
+
+use crate::{
+    auth::Caller,
+    db::{Db, now_micros},
+    error::ApiError,
+    state::AppState,
+};
+use store::{KeyScope, Reservation, StoredResponse};
+
+pub const HEADER: &str = "idempotency-key";
+/// How long a key is kept.
+pub const RETENTION: Duration = Duration::from_secs(24 * 3600);
+
+/// The reservation the running request holds, for the transaction of its write.
+#[derive(Clone)]
+pub struct Slot {
+    pub scope: KeyScope,
+    pub token: String,
+    completed: Arc<AtomicBool>,
+}
+
+impl Slot {
+    pub fn mark_completed(&self) {
+        self.completed.store(true, Ordering::Release);
+    }
+}
+
+tokio::task_local! {
+    static SLOT: Slot;
+}
+
+/// The reservation of the request this task is serving, if it sent an `Idempotency-Key`.
+pub fn current() -> Option<Slot> {
+    SLOT.try_with(Slot::clone).ok()
+}
+
+/// Whether a header value is a valid key: 1 to 255 characters from `!` to `~`.
+pub fn valid_key(raw: &[u8]) -> bool {
+    (1..=255).contains(&raw.len()) && raw.iter().all(|b| (b'!'..=b'~').contains(b))
+}
+
+pub async fn middleware(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    if request.method() != Method::POST {
+        return next.run(request).await;
+    }
+    let Some(raw) = request.headers().get(HEADER).cloned() else {
+        return next.run(request).await;
+    };
+    if !valid_key(raw.as_bytes()) {
+        return ApiError::BadRequest("The Idempotency-Key header must be 1 to 255 characters from ! to ~ (no spaces).".into()).into_response();
+    }
+    let Some(caller) = request.extensions().get::<Caller>().cloned() else {
+        return next.run(request).await;
+    };
+    let (parts, body) = request.into_parts();
+    let Ok(bytes) = to_bytes(body, state.config.max_body_bytes).await else {
+        return ApiError::PayloadTooLarge(format!("The request body is larger than {} bytes.", state.config.max_body_bytes)).into_response();
+    };
+    let target = parts.uri.path_and_query().map(|p| p.as_str()).unwrap_or("/");
+    let mut hash = Sha256::new();
+    hash.update(parts.method.as_str().as_bytes());
+    hash.update(b"\n");
+    hash.update(target.as_bytes());
+    hash.update(b"\n");
+    hash.update(&bytes);
+    let fingerprint: String = hash.finalize().iter().map(|b| format!("{b:02x}")).collect();
+
+    let scope = KeyScope {
+        company_id: caller.company_id,
+        api_key_id: caller.key_id,
+        key: String::from_utf8_lossy(raw.as_bytes()).into_owned(),
+    };
+    let now = now_micros();
+    let lease = Duration::from_secs(state.config.request_timeout_secs.max(1) * 2);
+    let reservation = store::reserve(&state.db, &scope, &fingerprint, now, now + lease.as_micros() as i64, now + RETENTION.as_micros() as i64).await;
+    match reservation {
+        Err(e) => ApiError::from(e).into_response(),
+        Ok(Reservation::Replay(stored)) => replay(stored),
+        Ok(Reservation::Mismatch) => ApiError::invalid(
+            "Idempotency-Key",
+            "This Idempotency-Key was already used with another request (method, path or body); use a new key.",
+        )
+        .into_response(),
+        Ok(Reservation::Running) => {
+            let mut response = ApiError::Conflict("A request with this Idempotency-Key is still running; retry in a moment.".into()).into_response();
+            response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+            response
+        }
+        Ok(Reservation::Reserved { token }) => {
+            let slot = Slot { scope, token, completed: Arc::default() };
+            let request = Request::from_parts(parts, Body::from(bytes));
+            let response = SLOT.scope(slot.clone(), next.run(request)).await;
+            settle(&state.db, &slot, response).await
+        }
+    }
+}
+
+/// After the request: a success stored its response with its write; a failure wrote nothing,
+/// so its reservation is freed for a corrected retry.
+async fn settle(db: &Db, slot: &Slot, response: Response) -> Response {
+    if slot.completed.load(Ordering::Acquire) {
+        return response;
+    }
+    if response.status().is_success() {
+        // Every POST handler stores its response through its Change; one that did not is a bug.
+        tracing::error!(status = %response.status(), "a successful keyed POST stored no response; its key is released");
+    }
+    if let Err(e) = store::release(db, &slot.scope, &slot.token).await {
+        tracing::warn!(error = %e, "releasing an idempotency key failed; it frees itself when its lease ends");
+    }
+    response
+}
+
+fn replay(stored: StoredResponse) -> Response {
+    let status = StatusCode::from_u16(stored.status).unwrap_or(StatusCode::OK);
+    let mut response = (status, stored.body).into_response();
+    let headers = response.headers_mut();
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    headers.insert("idempotent-replayed", HeaderValue::from_static("true"));
+    if let Some(location) = stored.location.and_then(|l| HeaderValue::from_str(&l).ok()) {
+        headers.insert(header::LOCATION, location);
+    }
+    response
+}
+
+/// Deletes expired keys every minute, a thousand at a time (short statements: writes never
+/// wait long behind the sweep).
+pub fn spawn_purge(db: Db) {
+    tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(Duration::from_secs(60)).await;
+            loop {
+                match store::purge(&db, now_micros(), 1000).await {
+                    Ok(n) if n == 1000 => tokio::task::yield_now().await,
+                    Ok(_) => break,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "purging idempotency keys failed");
+                        break;
+                    }
+                }
+            }
+        }
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_are_1_to_255_visible_ascii_characters() {
+        assert!(valid_key(b"a") && valid_key(b"order-42_retry~1!") && valid_key(&[b'x'; 255]));
+        assert!(!valid_key(b"") && !valid_key(&[b'x'; 256]) && !valid_key(b"has space") && !valid_key("é".as_bytes()) && !valid_key(b"tab\t"));
+    }
+}

@@ -1,0 +1,179 @@
+//! Safe retries (decisions §12): a keyed POST runs once; repeats replay its answer.
+
+use std::collections::BTreeMap;
+
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+
+use crate::{
+    appointments::body,
+    support::{Backend, TestApp},
+};
+
+crate::backend_tests!(
+    fifty_concurrent_repeats_write_once_and_answer_alike,
+    replays_mismatches_and_failures,
+    stored_answers_never_hold_secrets,
+);
+
+async fn keyed_post(app: &TestApp, key: &str, path: &str, idem: &str, body: &Value) -> (StatusCode, reqwest::header::HeaderMap, String) {
+    let r = app
+        .client
+        .post(format!("{}{path}", app.base))
+        .bearer_auth(key)
+        .header("idempotency-key", idem)
+        .header("content-type", "application/json")
+        .body(body.to_string())
+        .send()
+        .await
+        .unwrap();
+    let (status, headers) = (r.status(), r.headers().clone());
+    (status, headers, r.text().await.unwrap())
+}
+
+async fn appointments_named(app: &TestApp, last_name: &str) -> Vec<i64> {
+    let r = app.get(&app.admin_key, &format!("/api/v1/appointments?filter[last_name]={last_name}&filter[trashed]=with&pageSize=100")).await;
+    r.ids("appointment_id")
+}
+
+async fn fifty_concurrent_repeats_write_once_and_answer_alike(backend: Backend) {
+    let app = std::sync::Arc::new(TestApp::spawn(backend).await);
+    let shop = app.create_shop(&app.admin_key, "Chicago", "America/Chicago").await;
+    let mut b = body(shop, "2030-01-07T09:00:00-06:00");
+    b["last_name"] = json!("Onceonly");
+    let replica = app.spawn_replica().await;
+    let mut clients = Vec::new();
+    for n in 0..50 {
+        let (app, b, replica) = (app.clone(), b.clone(), replica.clone());
+        clients.push(tokio::spawn(async move {
+            // Half the clients go through another server (another replica on PostgreSQL).
+            let base = if n % 2 == 0 { app.base.clone() } else { replica };
+            let r = app
+                .client
+                .post(format!("{base}/api/v1/appointments"))
+                .bearer_auth(&app.admin_key)
+                .header("idempotency-key", "booking-7f3a")
+                .json(&b)
+                .send()
+                .await
+                .unwrap();
+            let replayed = r.headers().get("idempotent-replayed").is_some();
+            let retry_after = r.headers().get("retry-after").map(|v| v.to_str().unwrap().to_owned());
+            (r.status(), replayed, retry_after, r.text().await.unwrap())
+        }));
+    }
+    let mut answers = Vec::new();
+    for c in clients {
+        answers.push(c.await.unwrap());
+    }
+    let created: Vec<_> = answers.iter().filter(|a| a.0 == StatusCode::CREATED).collect();
+    let fresh: Vec<_> = created.iter().filter(|a| !a.1).collect();
+    assert_eq!(fresh.len(), 1, "exactly one request ran: {:?}", answers.iter().map(|a| (a.0, a.1)).collect::<Vec<_>>());
+    for a in &answers {
+        match a.0 {
+            StatusCode::CREATED => assert_eq!(
+                serde_json::from_str::<Value>(&a.3).unwrap(),
+                serde_json::from_str::<Value>(&fresh[0].3).unwrap(),
+                "a replay answers what the first did"
+            ),
+            StatusCode::CONFLICT => assert_eq!(a.2.as_deref(), Some("1"), "409 while the first runs carries Retry-After: 1"),
+            other => panic!("unexpected {other}: {}", a.3),
+        }
+    }
+    assert_eq!(appointments_named(&app, "onceonly").await.len(), 1, "one appointment, whatever the race");
+    // Once it is done, every repeat is a replay.
+    let (status, headers, text) = keyed_post(&app, &app.admin_key, "/api/v1/appointments", "booking-7f3a", &b).await;
+    assert_eq!((status, headers.get("idempotent-replayed").map(|v| v.to_str().unwrap())), (StatusCode::CREATED, Some("true")));
+    assert_eq!(serde_json::from_str::<Value>(&text).unwrap(), serde_json::from_str::<Value>(&fresh[0].3).unwrap());
+    assert_eq!(headers.get("location").map(|v| v.to_str().unwrap().to_owned()), Some(format!("/api/v1/appointments/{}", serde_json::from_str::<Value>(&text).unwrap()["appointment_id"])));
+}
+
+async fn replays_mismatches_and_failures(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let key = &app.admin_key;
+    let shop = app.create_shop(key, "Chicago", "America/Chicago").await;
+    let mut b = body(shop, "2030-01-07T09:00:00-06:00");
+    b["last_name"] = json!("Keyed");
+
+    // Invalid keys are a 400 and run nothing.
+    for bad in ["has space", &"x".repeat(256)] {
+        let (status, _, _) = keyed_post(&app, key, "/api/v1/appointments", bad, &b).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{bad:?}");
+    }
+    assert!(appointments_named(&app, "keyed").await.is_empty());
+
+    // A failed first request stores nothing: the corrected retry with the same key runs.
+    let mut broken = b.clone();
+    broken["make"] = json!("");
+    let (status, _, _) = keyed_post(&app, key, "/api/v1/appointments", "k1", &broken).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+    let (status, headers, first) = keyed_post(&app, key, "/api/v1/appointments", "k1", &b).await;
+    assert_eq!(status, StatusCode::CREATED, "{first}");
+    assert!(headers.get("idempotent-replayed").is_none());
+    // The same key with another body, path or method is a 422 on the header.
+    let mut other = b.clone();
+    other["reason"] = json!("something else");
+    let (status, _, text) = keyed_post(&app, key, "/api/v1/appointments", "k1", &other).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(serde_json::from_str::<Value>(&text).unwrap()["errors"]["Idempotency-Key"].is_array(), "{text}");
+    let (status, _, _) = keyed_post(&app, key, "/api/v1/bays", "k1", &json!({"shop_id": shop, "title": "Lift"})).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+    // Byte for byte: the same JSON with other spacing is another body.
+    let spaced = app
+        .client
+        .post(format!("{}/api/v1/appointments", app.base))
+        .bearer_auth(key)
+        .header("idempotency-key", "k1")
+        .header("content-type", "application/json")
+        .body(serde_json::to_string_pretty(&b).unwrap())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(spaced.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    // Keys belong to the API key: another key may use the same value for its own request.
+    let writer = app.create_key(key, "write", None).await;
+    let (status, headers, _) = keyed_post(&app, &writer, "/api/v1/appointments", "k1", &b).await;
+    assert_eq!(status, StatusCode::CREATED);
+    assert!(headers.get("idempotent-replayed").is_none());
+    assert_eq!(appointments_named(&app, "keyed").await.len(), 2);
+    // Without the header nothing changes: each POST writes.
+    app.post(key, "/api/v1/appointments", b.clone()).await.ok();
+    assert_eq!(appointments_named(&app, "keyed").await.len(), 3);
+    // Other POSTs replay too (payments: a retried payment must not be taken twice).
+    let customer = crate::appointments::create_customer(&app, key, shop, "Ann", "Lee", "ann@example.com").await;
+    let entry = json!({"shop_id": shop, "reference": "INV-1", "date": "2024-07-01", "due_date": "2024-07-31", "amount": 100});
+    let r = app.post(key, &format!("/api/v1/customers/{customer}/accounts_receivable"), entry).await;
+    let payments = format!("/api/v1/customers/{customer}/accounts_receivable/{}/payments", r.ok()["id"]);
+    let mut balances = BTreeMap::new();
+    for _ in 0..3 {
+        let (status, _, text) = keyed_post(&app, key, &payments, "pay-1", &json!({"amount": 30, "date": "2024-07-02"})).await;
+        assert_eq!(status, StatusCode::CREATED);
+        *balances.entry(serde_json::from_str::<Value>(&text).unwrap()["balance"].to_string()).or_insert(0) += 1;
+    }
+    assert_eq!(balances.len(), 1, "{balances:?}");
+    let entry = app.get(key, &payments.trim_end_matches("/payments").to_owned()).await;
+    assert_eq!(entry.ok()["balance"], json!(70.0), "paid once");
+}
+
+async fn stored_answers_never_hold_secrets(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let key = &app.admin_key;
+    let body = json!({"name": "site", "role": "read"});
+    let (status, _, first) = keyed_post(&app, key, "/api/v1/api_keys", "new-key", &body).await;
+    assert_eq!(status, StatusCode::CREATED);
+    let first: Value = serde_json::from_str(&first).unwrap();
+    assert!(first["api_key"].as_str().unwrap().starts_with("ask_"));
+    let (status, headers, again) = keyed_post(&app, key, "/api/v1/api_keys", "new-key", &body).await;
+    assert_eq!((status, headers.get("idempotent-replayed").is_some()), (StatusCode::CREATED, true));
+    let again: Value = serde_json::from_str(&again).unwrap();
+    assert_eq!(again["api_key"], Value::Null, "the key is never stored");
+    assert_eq!(again["id"], first["id"]);
+    assert_eq!(app.get(key, "/api/v1/api_keys?pageSize=100").await.ok()["meta"]["total"], 2, "one key created");
+
+    let hook = json!({"url": "https://hooks.example.com/x", "events": ["*"]});
+    let (_, _, first) = keyed_post(&app, key, "/api/v1/webhooks", "new-hook", &hook).await;
+    assert!(serde_json::from_str::<Value>(&first).unwrap()["secret"].as_str().unwrap().starts_with("whsec_"));
+    let (_, _, again) = keyed_post(&app, key, "/api/v1/webhooks", "new-hook", &hook).await;
+    assert_eq!(serde_json::from_str::<Value>(&again).unwrap()["secret"], Value::Null);
+    assert_eq!(app.get(key, "/api/v1/webhooks").await.ok()["meta"]["total"], 1);
+}
