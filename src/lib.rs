@@ -20,6 +20,7 @@ pub mod extract;
 pub mod idempotency;
 pub mod listing;
 pub mod openapi;
+pub mod openapi_public;
 pub mod rate_limit;
 pub mod receivables;
 pub mod respond;

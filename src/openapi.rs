@@ -122,5 +122,6 @@ pub fn finish(mut doc: OpenApi) -> OpenApi {
         }
     }
     doc.info.version = env!("CARGO_PKG_VERSION").to_owned();
+    crate::openapi_public::complete(&mut doc);
     doc
 }

@@ -96,7 +96,7 @@ struct KeyListParams {
 
 /// List the company's API keys, revoked ones included (admin key without a shop list).
 #[utoipa::path(get, path = "/api/v1/api_keys", tag = "api_keys", params(KeyListParams),
-    responses((status = 200, body = Page<ApiKeyRecord>), (status = 400, body = Problem), (status = 422, body = Problem)))]
+    responses((status = 200, body = Page<ApiKeyRecord>, description = "A page of key records"), (status = 400, body = Problem), (status = 422, body = Problem)))]
 async fn list_keys(State(state): State<AppState>, CompanyAdmin(caller): CompanyAdmin, url: RequestUrl) -> Result<Json<Page<ApiKeyRecord>>, ApiError> {
     let list = ListQuery::parse(&url.params, &LIST)?;
     let (rows, total) = store::list(&state.db, caller.company_id, &list.request).await?;
@@ -105,7 +105,7 @@ async fn list_keys(State(state): State<AppState>, CompanyAdmin(caller): CompanyA
 
 /// Create an API key. The response carries the key in `api_key`, once.
 #[utoipa::path(post, path = "/api/v1/api_keys", tag = "api_keys", request_body = ApiKeyInput,
-    responses((status = 201, body = ApiKeyRecord), (status = 422, body = Problem)))]
+    responses((status = 201, body = ApiKeyRecord, description = "Created; the record carries the key in `api_key`, this once, and `Location` names it"), (status = 422, body = Problem)))]
 async fn create_key(State(state): State<AppState>, CompanyAdmin(caller): CompanyAdmin, JsonBody(input): JsonBody<ApiKeyInput>) -> Result<Response, ApiError> {
     let mut errors = FieldErrors::default();
     let name = validate::required_text(&mut errors, "name", input.name).unwrap_or_default();
@@ -155,7 +155,7 @@ pub fn with_null<T: Serialize>(value: &T, field: &str) -> serde_json::Value {
 
 /// Get one API key's record (never the key itself).
 #[utoipa::path(get, path = "/api/v1/api_keys/{id}", tag = "api_keys", params(("id" = i64, Path)),
-    responses((status = 200, body = ApiKeyRecord), (status = 404, body = Problem)))]
+    responses((status = 200, body = ApiKeyRecord, description = "The key's record"), (status = 404, body = Problem)))]
 async fn get_key(State(state): State<AppState>, CompanyAdmin(caller): CompanyAdmin, Path(id): Path<String>) -> Result<Json<ApiKeyRecord>, ApiError> {
     let id = path_id(&id, "API key")?;
     let row = store::find(&state.db, caller.company_id, id).await?.ok_or_else(|| ApiError::not_found("API key"))?;

@@ -50,7 +50,7 @@ const LIST: ListSpec = ListSpec {
 /// Shop-local filters (`filter[date]`, `filter[time]`, date-only `start_date`/`end_date` with
 /// `filter_by`) use each shop's own time zone.
 #[utoipa::path(get, path = "/api/v1/appointments", tag = "appointments", params(AppointmentListParams),
-    responses((status = 200, body = Page<Appointment>), (status = 400, body = Problem), (status = 404, body = Problem), (status = 422, body = Problem)))]
+    responses((status = 200, body = Page<Appointment>, description = "A page of appointments"), (status = 400, body = Problem), (status = 404, body = Problem), (status = 422, body = Problem)))]
 async fn list_appointments(State(state): State<AppState>, caller: Caller, url: RequestUrl) -> Result<Json<Page<Appointment>>, ApiError> {
     let list = ListQuery::parse(&url.params, &LIST)?;
     let with_details = url.params.bool("with_details")?.unwrap_or(false);
@@ -87,7 +87,7 @@ async fn attach_customers(state: &AppState, caller: &Caller, data: &mut [Appoint
 
 /// Get one appointment.
 #[utoipa::path(get, path = "/api/v1/appointments/{id}", tag = "appointments", params(("id" = i64, Path)),
-    responses((status = 200, body = Appointment), (status = 404, body = Problem)))]
+    responses((status = 200, body = Appointment, description = "The appointment (also when cancelled: see `deleted`)"), (status = 404, body = Problem)))]
 async fn get_appointment(State(state): State<AppState>, caller: Caller, Path(id): Path<String>) -> Result<Json<Appointment>, ApiError> {
     Ok(Json(visible(&state, &caller, &id).await?.into()))
 }
@@ -114,7 +114,7 @@ async fn create_appointment(
 /// clears a nullable field.
 #[utoipa::path(put, path = "/api/v1/appointments/{id}", tag = "appointments", params(("id" = i64, Path)),
     request_body = AppointmentInput,
-    responses((status = 200, body = Appointment), (status = 400, body = Problem), (status = 404, body = Problem), (status = 422, body = Problem)))]
+    responses((status = 200, body = Appointment, description = "The updated appointment"), (status = 400, body = Problem), (status = 404, body = Problem), (status = 422, body = Problem)))]
 async fn update_appointment(
     State(state): State<AppState>,
     Writer(caller): Writer,
@@ -144,7 +144,7 @@ fn deleted_is_read_only() -> ApiError {
 /// `deleted` set, leaves the lists (see `filter[trashed]`) and can no longer be changed.
 /// Deleting it again answers 204 and keeps the first `deleted` time.
 #[utoipa::path(delete, path = "/api/v1/appointments/{id}", tag = "appointments", params(("id" = i64, Path)),
-    responses((status = 204, description = "Deleted (or deleted already)"), (status = 403, body = Problem), (status = 404, body = Problem)))]
+    responses((status = 204, description = "Deleted (or deleted already)"), (status = 404, body = Problem)))]
 async fn delete_appointment(State(state): State<AppState>, Writer(caller): Writer, Path(id): Path<String>) -> Result<StatusCode, ApiError> {
     let current = visible(&state, &caller, &id).await?;
     if current.deleted_at.is_some() {

@@ -305,9 +305,10 @@ pub struct AppointmentListParams {
     filter_by: Option<String>,
 }
 
-/// Body of `POST /api/v1/appointments` (for the OpenAPI document; it is read as
-/// [`AppointmentInput`]). Phones may be empty strings; omitted optional fields take their
-/// defaults, and with `customer_id` omitted names and e-mail come from the customer.
+/// Body of `POST /api/v1/appointments`. Phones may be empty strings; omitted optional fields
+/// take their defaults, and with `customer_id` given, omitted names and e-mail come from the
+/// customer.
+// Documentation only: the body is read as `AppointmentInput`, which applies the create rules.
 #[derive(ToSchema)]
 #[allow(dead_code)]
 pub struct NewAppointment {

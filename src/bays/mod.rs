@@ -31,7 +31,7 @@ const LIST: ListSpec = ListSpec { sorts: store::SORTS, filters: &["shop_id", "ac
 
 /// List bays.
 #[utoipa::path(get, path = "/api/v1/bays", tag = "bays", params(BayListParams),
-    responses((status = 200, body = Page<Bay>), (status = 400, body = Problem), (status = 404, body = Problem), (status = 422, body = Problem)))]
+    responses((status = 200, body = Page<Bay>, description = "A page of bays"), (status = 400, body = Problem), (status = 404, body = Problem), (status = 422, body = Problem)))]
 async fn list_bays(State(state): State<AppState>, caller: Caller, url: RequestUrl) -> Result<Json<Page<Bay>>, ApiError> {
     let list = ListQuery::parse(&url.params, &LIST)?;
     let shops = scope::shop_filter(&state.db, &caller, list.filter("shop_id")).await?;
@@ -48,14 +48,14 @@ async fn list_bays(State(state): State<AppState>, caller: Caller, url: RequestUr
 
 /// Get one bay.
 #[utoipa::path(get, path = "/api/v1/bays/{id}", tag = "bays", params(("id" = i64, Path)),
-    responses((status = 200, body = Bay), (status = 404, body = Problem)))]
+    responses((status = 200, body = Bay, description = "The bay"), (status = 404, body = Problem)))]
 async fn get_bay(State(state): State<AppState>, caller: Caller, Path(id): Path<String>) -> Result<Json<Bay>, ApiError> {
     Ok(Json(visible_bay(&state, &caller, &id).await?.into()))
 }
 
 /// Create a bay (admin).
 #[utoipa::path(post, path = "/api/v1/bays", tag = "bays", request_body = NewBay,
-    responses((status = 201, body = Bay), (status = 422, body = Problem)))]
+    responses((status = 201, body = Bay, description = "Created; `Location` names the new bay"), (status = 422, body = Problem)))]
 async fn create_bay(State(state): State<AppState>, Admin(caller): Admin, JsonBody(input): JsonBody<NewBay>) -> Result<Response, ApiError> {
     let mut errors = FieldErrors::default();
     let shop_id = validate::required(&mut errors, "shop_id", input.shop_id);
@@ -79,7 +79,7 @@ async fn create_bay(State(state): State<AppState>, Admin(caller): Admin, JsonBod
 
 /// Update a bay (admin). Omitted fields keep their value.
 #[utoipa::path(put, path = "/api/v1/bays/{id}", tag = "bays", params(("id" = i64, Path)), request_body = BayInput,
-    responses((status = 200, body = Bay), (status = 404, body = Problem), (status = 422, body = Problem)))]
+    responses((status = 200, body = Bay, description = "The updated bay"), (status = 404, body = Problem), (status = 422, body = Problem)))]
 async fn update_bay(
     State(state): State<AppState>,
     Admin(caller): Admin,

@@ -41,7 +41,7 @@ const LIST: ListSpec = ListSpec {
 
 /// List customers.
 #[utoipa::path(get, path = "/api/v1/customers", tag = "customers", params(CustomerListParams),
-    responses((status = 200, body = Page<Customer>), (status = 400, body = Problem), (status = 404, body = Problem), (status = 422, body = Problem)))]
+    responses((status = 200, body = Page<Customer>, description = "A page of customers"), (status = 400, body = Problem), (status = 404, body = Problem), (status = 422, body = Problem)))]
 async fn list_customers(State(state): State<AppState>, caller: Caller, url: RequestUrl) -> Result<Json<Page<Customer>>, ApiError> {
     let list = ListQuery::parse(&url.params, &LIST)?;
     let filter = parse_filter(&url, &list)?;
@@ -98,14 +98,14 @@ fn parse_filter(url: &RequestUrl, list: &ListQuery) -> Result<CustomerFilter, Ap
 
 /// Get one customer.
 #[utoipa::path(get, path = "/api/v1/customers/{CustomerID}", tag = "customers", params(("CustomerID" = i64, Path)),
-    responses((status = 200, body = Customer), (status = 404, body = Problem)))]
+    responses((status = 200, body = Customer, description = "The customer"), (status = 404, body = Problem)))]
 async fn get_customer(State(state): State<AppState>, caller: Caller, Path(id): Path<String>) -> Result<Json<Customer>, ApiError> {
     Ok(Json(visible_customer(&state, &caller, &id).await?.into()))
 }
 
 /// Create a customer (`write` or `admin` key).
 #[utoipa::path(post, path = "/api/v1/customers", tag = "customers", request_body = NewCustomer,
-    responses((status = 201, body = Customer), (status = 400, body = Problem), (status = 422, body = Problem)))]
+    responses((status = 201, body = Customer, description = "Created; `Location` names the new customer"), (status = 400, body = Problem), (status = 422, body = Problem)))]
 async fn create_customer(
     State(state): State<AppState>,
     Writer(caller): Writer,
@@ -125,7 +125,7 @@ async fn create_customer(
 /// Update a customer (`write` or `admin` key). Omitted fields keep their value.
 #[utoipa::path(put, path = "/api/v1/customers/{CustomerID}", tag = "customers", params(("CustomerID" = i64, Path)),
     request_body = CustomerInput,
-    responses((status = 200, body = Customer), (status = 400, body = Problem), (status = 404, body = Problem), (status = 422, body = Problem)))]
+    responses((status = 200, body = Customer, description = "The updated customer"), (status = 400, body = Problem), (status = 404, body = Problem), (status = 422, body = Problem)))]
 async fn update_customer(
     State(state): State<AppState>,
     Writer(caller): Writer,

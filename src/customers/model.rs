@@ -152,8 +152,9 @@ pub struct PhoneInput {
     fax: Option<String>,
 }
 
-/// The create body as documented (`POST /api/v1/customers`): parsed as [`CustomerInput`], which
-/// applies the create rules, so this type only tells clients which fields are required.
+/// Body of `POST /api/v1/customers`.
+// Documentation only: the body is read as `CustomerInput`, which applies the create rules; this
+// type tells clients which fields are required.
 #[derive(ToSchema)]
 #[allow(dead_code)]
 pub struct NewCustomer {

@@ -66,7 +66,7 @@ const LIST: ListSpec = ListSpec {
 /// List a customer's accounts receivable.
 #[utoipa::path(get, path = "/api/v1/customers/{customer_id}/accounts_receivable", tag = "customers",
     params(("customer_id" = i64, Path), ReceivableListParams),
-    responses((status = 200, body = Page<Receivable>), (status = 400, body = Problem), (status = 404, body = Problem), (status = 422, body = Problem)))]
+    responses((status = 200, body = Page<Receivable>, description = "A page of the customer's entries"), (status = 400, body = Problem), (status = 404, body = Problem), (status = 422, body = Problem)))]
 async fn list_receivables(
     State(state): State<AppState>,
     caller: Caller,
@@ -114,7 +114,7 @@ fn parse_filter(list: &ListQuery) -> Result<ReceivableFilter, ApiError> {
 /// Get one accounts receivable entry of the customer.
 #[utoipa::path(get, path = "/api/v1/customers/{customer_id}/accounts_receivable/{id}", tag = "customers",
     params(("customer_id" = i64, Path), ("id" = i64, Path)),
-    responses((status = 200, body = Receivable), (status = 404, body = Problem)))]
+    responses((status = 200, body = Receivable, description = "The entry"), (status = 404, body = Problem)))]
 async fn get_receivable(
     State(state): State<AppState>,
     caller: Caller,
@@ -126,7 +126,7 @@ async fn get_receivable(
 /// Create an accounts receivable entry for the customer (admin).
 #[utoipa::path(post, path = "/api/v1/customers/{customer_id}/accounts_receivable", tag = "customers",
     params(("customer_id" = i64, Path)), request_body = ReceivableInput,
-    responses((status = 201, body = Receivable), (status = 400, body = Problem), (status = 404, body = Problem), (status = 422, body = Problem)))]
+    responses((status = 201, body = Receivable, description = "Created; `Location` names the new entry"), (status = 400, body = Problem), (status = 404, body = Problem), (status = 422, body = Problem)))]
 async fn create_receivable(
     State(state): State<AppState>,
     Admin(caller): Admin,
@@ -181,7 +181,7 @@ async fn create_receivable(
 /// with the updated entry.
 #[utoipa::path(post, path = "/api/v1/customers/{customer_id}/accounts_receivable/{id}/payments", tag = "customers",
     params(("customer_id" = i64, Path), ("id" = i64, Path)), request_body = PaymentInput,
-    responses((status = 201, body = Receivable), (status = 400, body = Problem), (status = 404, body = Problem), (status = 422, body = Problem)))]
+    responses((status = 201, body = Receivable, description = "Recorded; the body is the updated entry, which `Location` names"), (status = 400, body = Problem), (status = 404, body = Problem), (status = 422, body = Problem)))]
 async fn create_payment(
     State(state): State<AppState>,
     Admin(caller): Admin,

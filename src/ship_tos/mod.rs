@@ -39,7 +39,7 @@ const LIST: ListSpec = ListSpec { sorts: store::SORTS, filters: &["shop_id"] };
 /// List a customer's ship-to addresses.
 #[utoipa::path(get, path = "/api/v1/customers/{customer_id}/ship_tos", tag = "customers",
     params(("customer_id" = i64, Path), ShipToListParams),
-    responses((status = 200, body = Page<ShipTo>), (status = 400, body = Problem), (status = 404, body = Problem), (status = 422, body = Problem)))]
+    responses((status = 200, body = Page<ShipTo>, description = "A page of the customer's ship-tos"), (status = 400, body = Problem), (status = 404, body = Problem), (status = 422, body = Problem)))]
 async fn list_ship_tos(
     State(state): State<AppState>,
     caller: Caller,
@@ -61,7 +61,7 @@ async fn list_ship_tos(
 /// Get one ship-to of the customer.
 #[utoipa::path(get, path = "/api/v1/customers/{customer_id}/ship_tos/{ship_to_id}", tag = "customers",
     params(("customer_id" = i64, Path), ("ship_to_id" = i64, Path)),
-    responses((status = 200, body = ShipTo), (status = 404, body = Problem)))]
+    responses((status = 200, body = ShipTo, description = "The ship-to"), (status = 404, body = Problem)))]
 async fn get_ship_to(State(state): State<AppState>, caller: Caller, Path((customer_id, id)): Path<(String, String)>) -> Result<Json<ShipTo>, ApiError> {
     let customer = visible_customer(&state, &caller, &customer_id).await?;
     let id = path_id(&id, "Ship-to")?;
@@ -72,7 +72,7 @@ async fn get_ship_to(State(state): State<AppState>, caller: Caller, Path((custom
 /// Create a ship-to for the customer (`write` or `admin` key).
 #[utoipa::path(post, path = "/api/v1/customers/{customer_id}/ship_tos", tag = "customers",
     params(("customer_id" = i64, Path)), request_body = ShipToInput,
-    responses((status = 201, body = ShipTo), (status = 400, body = Problem), (status = 404, body = Problem), (status = 422, body = Problem)))]
+    responses((status = 201, body = ShipTo, description = "Created; `Location` names the new ship-to"), (status = 400, body = Problem), (status = 404, body = Problem), (status = 422, body = Problem)))]
 async fn create_ship_to(
     State(state): State<AppState>,
     Writer(caller): Writer,
@@ -92,7 +92,7 @@ async fn create_ship_to(
 /// Replace a ship-to of the customer (`write` or `admin` key); the body is the create body.
 #[utoipa::path(put, path = "/api/v1/customers/{customer_id}/ship_tos/{ship_to_id}", tag = "customers",
     params(("customer_id" = i64, Path), ("ship_to_id" = i64, Path)), request_body = ShipToInput,
-    responses((status = 200, body = ShipTo), (status = 400, body = Problem), (status = 404, body = Problem), (status = 422, body = Problem)))]
+    responses((status = 200, body = ShipTo, description = "The updated ship-to"), (status = 400, body = Problem), (status = 404, body = Problem), (status = 422, body = Problem)))]
 async fn update_ship_to(
     State(state): State<AppState>,
     Writer(caller): Writer,

@@ -28,7 +28,7 @@ pub fn router() -> OpenApiRouter<AppState> {
 
 /// Shop hours: one record per open interval; closed days have none.
 #[utoipa::path(get, path = "/api/v1/settings/shop_hours", tag = "settings", params(HoursParams),
-    responses((status = 200, body = DataList<HoursRecord>), (status = 400, body = Problem), (status = 404, body = Problem), (status = 422, body = Problem)))]
+    responses((status = 200, body = DataList<HoursRecord>, description = "The opening intervals of the shops the key may see"), (status = 400, body = Problem), (status = 404, body = Problem), (status = 422, body = Problem)))]
 async fn get_hours(State(state): State<AppState>, caller: Caller, params: QueryParams) -> Result<Json<DataList<HoursRecord>>, ApiError> {
     crate::listing::parse_filters(&params, &["shop_id"])?;
     let shops = scope::shop_filter(&state.db, &caller, params.get("filter[shop_id]")).await?;
@@ -40,7 +40,7 @@ async fn get_hours(State(state): State<AppState>, caller: Caller, params: QueryP
 
 /// Replace a shop's week (admin). A rejected request leaves the old week in place.
 #[utoipa::path(put, path = "/api/v1/settings/shop_hours", tag = "settings", request_body = WeekInput,
-    responses((status = 200, body = DataList<HoursRecord>), (status = 422, body = Problem)))]
+    responses((status = 200, body = DataList<HoursRecord>, description = "The shop's new week"), (status = 422, body = Problem)))]
 async fn put_hours(State(state): State<AppState>, Admin(caller): Admin, JsonBody(input): JsonBody<WeekInput>) -> Result<Json<DataList<HoursRecord>>, ApiError> {
     let mut errors = FieldErrors::default();
     let shop_id = validate::required(&mut errors, "shop_id", input.shop_id);

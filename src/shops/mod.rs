@@ -61,7 +61,7 @@ struct ShopInfoParams {
 
 /// Shop information, optionally with its hours, bays and sources.
 #[utoipa::path(get, path = "/api/v1/settings/shop_info", tag = "settings", params(ShopInfoParams),
-    responses((status = 200, body = DataList<ShopInfo>), (status = 400, body = Problem), (status = 404, body = Problem), (status = 422, body = Problem)))]
+    responses((status = 200, body = DataList<ShopInfo>, description = "The shops the key may see"), (status = 400, body = Problem), (status = 404, body = Problem), (status = 422, body = Problem)))]
 async fn shop_info(State(state): State<AppState>, caller: Caller, params: QueryParams) -> Result<Json<DataList<ShopInfo>>, ApiError> {
     parse_filters(&params, &["shop_id"])?;
     let embeds = parse_with(&params)?;
@@ -123,7 +123,7 @@ fn parse_with(params: &QueryParams) -> Result<Vec<&'static str>, ApiError> {
 
 /// Get one shop.
 #[utoipa::path(get, path = "/api/v1/shops/{id}", tag = "shops", params(("id" = i64, Path)),
-    responses((status = 200, body = ShopInfo), (status = 404, body = Problem)))]
+    responses((status = 200, body = ShopInfo, description = "The shop"), (status = 404, body = Problem)))]
 async fn get_shop(State(state): State<AppState>, caller: Caller, Path(id): Path<String>) -> Result<Json<ShopInfo>, ApiError> {
     let shop = scope::visible_shop(&state.db, &caller, path_id(&id, "Shop")?).await?;
     Ok(Json(shop.into()))
@@ -132,7 +132,7 @@ async fn get_shop(State(state): State<AppState>, caller: Caller, Path(id): Path<
 /// Create a shop (admin key without a shop list). It starts with one source per appointment
 /// source value, no bays and no hours.
 #[utoipa::path(post, path = "/api/v1/shops", tag = "shops", request_body = NewShop,
-    responses((status = 201, body = ShopInfo), (status = 422, body = Problem)))]
+    responses((status = 201, body = ShopInfo, description = "Created; `Location` names the new shop"), (status = 422, body = Problem)))]
 async fn create_shop(State(state): State<AppState>, CompanyAdmin(caller): CompanyAdmin, JsonBody(input): JsonBody<ShopInput>) -> Result<Response, ApiError> {
     let fields = input.into_fields(None).map_err(ApiError::Validation)?;
     let mut change = Change::begin(&state.db, caller.company_id).await?;
@@ -154,7 +154,7 @@ pub async fn create(change: &mut Change, fields: &ShopFields) -> Result<store::S
 /// Update a shop (admin). Omitted fields keep their value. A new time zone re-computes the
 /// shop-local date and time of the shop's appointments in the same transaction.
 #[utoipa::path(put, path = "/api/v1/shops/{id}", tag = "shops", params(("id" = i64, Path)), request_body = ShopInput,
-    responses((status = 200, body = ShopInfo), (status = 404, body = Problem), (status = 422, body = Problem)))]
+    responses((status = 200, body = ShopInfo, description = "The updated shop"), (status = 404, body = Problem), (status = 422, body = Problem)))]
 async fn update_shop(
     State(state): State<AppState>,
     Admin(caller): Admin,

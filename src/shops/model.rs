@@ -29,8 +29,8 @@ pub struct ShopInput {
     pub timezone: Option<String>,
 }
 
-/// Body of `POST /api/v1/shops` as documented: parsed as [`ShopInput`], which applies the same
-/// rules (only `name` is required).
+/// Body of `POST /api/v1/shops`: only `name` is required.
+// Documentation only: the body is read as `ShopInput`, which applies the same rules.
 #[derive(ToSchema)]
 #[allow(dead_code)]
 pub struct NewShop {

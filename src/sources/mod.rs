@@ -30,7 +30,7 @@ const LIST: ListSpec = ListSpec { sorts: store::SORTS, filters: &["shop_id", "ac
 
 /// List a shop's appointment sources.
 #[utoipa::path(get, path = "/api/v1/settings/sources", tag = "settings", params(SourceListParams),
-    responses((status = 200, body = Page<Source>), (status = 400, body = Problem), (status = 404, body = Problem), (status = 422, body = Problem)))]
+    responses((status = 200, body = Page<Source>, description = "A page of the shop's sources"), (status = 400, body = Problem), (status = 404, body = Problem), (status = 422, body = Problem)))]
 async fn list_sources(State(state): State<AppState>, caller: Caller, url: RequestUrl) -> Result<Json<Page<Source>>, ApiError> {
     let list = ListQuery::parse(&url.params, &LIST)?;
     let Some(raw_shop) = list.filter("shop_id").filter(|s| !s.trim().is_empty()) else {
@@ -52,14 +52,14 @@ async fn list_sources(State(state): State<AppState>, caller: Caller, url: Reques
 
 /// Get one source.
 #[utoipa::path(get, path = "/api/v1/settings/sources/{id}", tag = "settings", params(("id" = i64, Path)),
-    responses((status = 200, body = Source), (status = 404, body = Problem)))]
+    responses((status = 200, body = Source, description = "The source"), (status = 404, body = Problem)))]
 async fn get_source(State(state): State<AppState>, caller: Caller, Path(id): Path<String>) -> Result<Json<Source>, ApiError> {
     Ok(Json(visible_source(&state, &caller, &id).await?.into()))
 }
 
 /// Create a source (admin).
 #[utoipa::path(post, path = "/api/v1/settings/sources", tag = "settings", request_body = NewSource,
-    responses((status = 201, body = Source), (status = 422, body = Problem)))]
+    responses((status = 201, body = Source, description = "Created; `Location` names the new source"), (status = 422, body = Problem)))]
 async fn create_source(State(state): State<AppState>, Admin(caller): Admin, JsonBody(input): JsonBody<NewSource>) -> Result<Response, ApiError> {
     let mut errors = FieldErrors::default();
     let shop_id = validate::required(&mut errors, "shop_id", input.shop_id);
@@ -79,7 +79,7 @@ async fn create_source(State(state): State<AppState>, Admin(caller): Admin, Json
 
 /// Update a source (admin). Omitted fields keep their value.
 #[utoipa::path(put, path = "/api/v1/settings/sources/{id}", tag = "settings", params(("id" = i64, Path)), request_body = SourceInput,
-    responses((status = 200, body = Source), (status = 404, body = Problem), (status = 422, body = Problem)))]
+    responses((status = 200, body = Source, description = "The updated source"), (status = 404, body = Problem), (status = 422, body = Problem)))]
 async fn update_source(
     State(state): State<AppState>,
     Admin(caller): Admin,
