@@ -2,6 +2,7 @@
 
 pub mod model;
 pub mod store;
+pub mod timezones;
 
 use std::collections::HashMap;
 
@@ -32,6 +33,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(shop_info))
         .routes(routes!(create_shop))
         .routes(routes!(get_shop, update_shop))
+        .routes(routes!(timezones::list_timezones))
 }
 
 const EMBEDS: [&str; 3] = ["hours", "bays", "sources"];

@@ -49,15 +49,19 @@ pub struct NewShop {
     timezone: Option<String>,
 }
 
-/// Every IANA zone name the server accepts, so clients (and fuzzers) know the valid values.
+/// A shop's `timezone` in a body: a string, checked by the server against the names
+/// `GET /api/v1/settings/timezones` lists (an enum of them would break client generators).
 /// `null` is allowed too: like an omitted field, it keeps the stored zone (`UTC` on create).
 pub fn timezone_schema() -> utoipa::openapi::schema::Object {
     use utoipa::openapi::schema::{ObjectBuilder, SchemaType, Type};
-    let names = chrono_tz::TZ_VARIANTS.iter().map(|tz| serde_json::Value::from(tz.name()));
     ObjectBuilder::new()
         .schema_type(SchemaType::from_iter([Type::String, Type::Null]))
-        .enum_values(Some(names.chain([serde_json::Value::Null])))
-        .description(Some("IANA time zone name"))
+        .min_length(Some(1))
+        .max_length(Some(64))
+        .examples(["America/Chicago"])
+        .description(Some(
+            "IANA time zone name, e.g. `America/Chicago`; `GET /api/v1/settings/timezones` lists the accepted names. Default `UTC`.",
+        ))
         .build()
 }
 

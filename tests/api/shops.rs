@@ -2,7 +2,7 @@ use serde_json::json;
 
 use crate::support::{Backend, TestApp};
 
-crate::backend_tests!(creates_and_updates_shops_with_validation);
+crate::backend_tests!(creates_and_updates_shops_with_validation, lists_the_time_zones_a_shop_accepts);
 
 async fn creates_and_updates_shops_with_validation(backend: Backend) {
     let app = TestApp::spawn(backend).await;
@@ -34,4 +34,22 @@ async fn creates_and_updates_shops_with_validation(backend: Backend) {
     assert_eq!(app.get(key, &format!("/api/v1/shops/{id}")).await.body["timezone"], "America/Chicago");
     app.put(key, "/api/v1/shops/999999", json!({"name": "x"})).await.problem(404);
     app.get(key, "/api/v1/shops/not-a-number").await.problem(404);
+}
+
+async fn lists_the_time_zones_a_shop_accepts(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let reader = app.create_key(&app.admin_key, "read", None).await;
+    let names = app.get(&reader, "/api/v1/settings/timezones").await.ok()["data"].clone();
+    let names: Vec<&str> = names.as_array().unwrap().iter().map(|n| n.as_str().unwrap()).collect();
+    // The names the issue found collapsing into one identifier are all there, as distinct values.
+    for name in ["America/Chicago", "UTC", "GMT0", "GMT+0", "GMT-0"] {
+        assert!(names.contains(&name), "{name}");
+    }
+    // Each listed name is accepted; anything else is a 422 on `timezone`.
+    let key = &app.admin_key;
+    for name in ["GMT+0", "Asia/Kolkata", names[names.len() - 1]] {
+        let r = app.post(key, "/api/v1/shops", json!({"name": name, "timezone": name})).await;
+        assert_eq!(r.ok()["timezone"], name);
+    }
+    app.post(key, "/api/v1/shops", json!({"name": "x", "timezone": "america/chicago"})).await.invalid("timezone");
 }
