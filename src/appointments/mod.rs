@@ -73,11 +73,11 @@ async fn attach_customers(state: &AppState, caller: &Caller, data: &mut [Appoint
     let mut ids: Vec<i64> = data.iter().filter_map(|a| a.customer_id).collect();
     ids.sort_unstable();
     ids.dedup();
-    let found: HashMap<i64, serde_json::Value> = customers::by_ids(&state.db, caller.company_id, &ids)
+    let found: HashMap<i64, Customer> = customers::by_ids(&state.db, caller.company_id, &ids)
         .await?
         .into_iter()
         .filter(|c| caller.can_see_shop(c.shop_id))
-        .map(|c| (c.id, serde_json::to_value(Customer::from(c)).unwrap_or_default()))
+        .map(|c| (c.id, Customer::from(c)))
         .collect();
     for a in data {
         a.customer = Some(a.customer_id.and_then(|id| found.get(&id).cloned()));

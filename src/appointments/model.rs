@@ -43,7 +43,7 @@ pub struct Appointment {
     /// Only with `with_details=true`: the appointment's customer, or null.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<crate::customers::model::Customer>)]
-    pub customer: Option<Option<serde_json::Value>>,
+    pub customer: Option<Option<crate::customers::model::Customer>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, ToSchema)]

@@ -3,10 +3,9 @@
 
 use std::collections::HashMap;
 
-use serde_json::Value;
-
 use super::model::{Customer, CustomerVehicle};
 use crate::{
+    appointments::model::Appointment,
     auth::Caller,
     db::{Db, DbError, ShopFilter},
     error::ApiError,
@@ -23,7 +22,7 @@ pub struct AppointmentDetails {
     /// Distinct vehicles: by `vehicle_id` when set, else by year, make and model.
     pub vehicles: Vec<CustomerVehicle>,
     /// The customer's appointments, as the appointments API returns them.
-    pub schedule: Vec<Value>,
+    pub schedule: Vec<Appointment>,
 }
 
 /// Vehicles and schedule of these customers, by customer id: one query for the whole page,
@@ -41,8 +40,7 @@ async fn appointment_details(
             .into_iter()
             .map(|v| CustomerVehicle { vehicle_id: v.vehicle_id, year: v.year, make: v.make, model: v.model })
             .collect();
-        let schedule = appointments.into_iter().map(|a| serde_json::to_value(a).unwrap_or_default()).collect();
-        out.insert(id, AppointmentDetails { vehicles, schedule });
+        out.insert(id, AppointmentDetails { vehicles, schedule: appointments });
     }
     Ok(out)
 }

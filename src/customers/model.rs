@@ -7,6 +7,7 @@ use utoipa::{IntoParams, ToSchema};
 use super::store::CustomerRow;
 use crate::body::{present, serialize_opt_money};
 use crate::{
+    appointments::model::Appointment,
     receivables::model::{AccountPayment, Receivable},
     ship_tos::model::ShipTo,
     time::format_micros,
@@ -75,8 +76,8 @@ pub struct Customer {
     pub vehicles: Option<Vec<CustomerVehicle>>,
     /// `with_details`: the customer's appointments.
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[schema(value_type = Option<Vec<Object>>)]
-    pub schedule: Option<Vec<Value>>,
+    #[schema(no_recursion)]
+    pub schedule: Option<Vec<Appointment>>,
     /// `with_details`: the customer's ship-to addresses.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ship_tos: Option<Vec<ShipTo>>,

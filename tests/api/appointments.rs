@@ -11,6 +11,7 @@ crate::backend_tests!(
     roles_shop_scope_and_companies_are_enforced,
     customers_fill_names_and_show_in_details,
     customer_details_list_appointments_and_vehicles,
+    embedded_records_are_written_as_their_own_routes_write_them,
 );
 
 /// A minimal valid body: the required fields, phones empty.
@@ -341,4 +342,40 @@ async fn customer_details_list_appointments_and_vehicles(backend: Backend) {
     let c = &r.ok()["data"][0];
     assert_eq!(c["schedule"].as_array().unwrap().len(), 4);
     assert_eq!(c["vehicles"].as_array().unwrap().len(), 2);
+}
+
+/// One resource, one shape, one field order: a customer inside an appointment's details, and an
+/// appointment inside a customer's schedule, are byte for byte what their own GET answers.
+async fn embedded_records_are_written_as_their_own_routes_write_them(backend: Backend) {
+    use serde_json::value::RawValue;
+    #[derive(serde::Deserialize)]
+    struct Page<T> {
+        data: Vec<T>,
+    }
+    #[derive(serde::Deserialize)]
+    struct WithCustomer<'a> {
+        #[serde(borrow)]
+        customer: &'a RawValue,
+    }
+    #[derive(serde::Deserialize)]
+    struct WithSchedule<'a> {
+        #[serde(borrow)]
+        schedule: Vec<&'a RawValue>,
+    }
+
+    let app = TestApp::spawn(backend).await;
+    let admin = &app.admin_key;
+    let shop = app.create_shop(admin, "A", "UTC").await;
+    let ana = create_customer(&app, admin, shop, "Ana", "Smith", "ana@example.com").await;
+    let id = create_id(&app, admin, body_with(shop, "2026-05-01T10:00:00Z", json!({"customer_id": ana}))).await;
+
+    let customer = app.get_text(admin, &format!("/api/v1/customers/{ana}")).await;
+    let appointment = app.get_text(admin, &format!("/api/v1/appointments/{id}")).await;
+    let list = app.get_text(admin, "/api/v1/appointments?with_details=true").await;
+    let page: Page<WithCustomer> = serde_json::from_str(&list).unwrap();
+    assert_eq!(page.data[0].customer.get(), customer);
+    let details = app.get_text(admin, &format!("/api/v1/customers?with_details=true&customer_id={ana}")).await;
+    let page: Page<WithSchedule> = serde_json::from_str(&details).unwrap();
+    let schedule: Vec<&str> = page.data[0].schedule.iter().map(|a| a.get()).collect();
+    assert_eq!(schedule, vec![appointment.as_str()]);
 }

@@ -265,6 +265,13 @@ impl TestApp {
         Resp { status, headers, body }
     }
 
+    /// The body of a GET as the server wrote it (field order included).
+    pub async fn get_text(&self, key: &str, path: &str) -> String {
+        let resp = self.client.get(format!("{}{path}", self.base)).bearer_auth(key).send().await.expect("request");
+        assert!(resp.status().is_success(), "{path}: {}", resp.status());
+        resp.text().await.unwrap()
+    }
+
     pub async fn get(&self, key: &str, path: &str) -> Resp {
         self.request(Method::GET, Some(key), path, None).await
     }
