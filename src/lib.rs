@@ -24,6 +24,7 @@ pub mod openapi_public;
 pub mod rate_limit;
 pub mod receivables;
 pub mod respond;
+pub mod schemas;
 pub mod scope;
 pub mod server;
 pub mod ship_tos;

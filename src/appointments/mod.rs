@@ -32,7 +32,7 @@ use crate::{
     state::AppState,
 };
 use filters::{FILTERS, ListFilters};
-use model::{Appointment, AppointmentInput, AppointmentListParams, NewAppointment};
+use model::{Appointment, AppointmentInput, AppointmentListParams};
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -93,7 +93,7 @@ async fn get_appointment(State(state): State<AppState>, caller: Caller, Path(id)
 }
 
 /// Create an appointment (`write` or `admin` key).
-#[utoipa::path(post, path = "/api/v1/appointments", tag = "appointments", request_body = NewAppointment,
+#[utoipa::path(post, path = "/api/v1/appointments", tag = "appointments", request_body = AppointmentInput,
     responses((status = 201, body = Appointment, description = "Created; `Location` names the new appointment"),
         (status = 400, body = Problem), (status = 422, body = Problem)))]
 async fn create_appointment(
@@ -110,8 +110,8 @@ async fn create_appointment(
     change.commit_created(format!("/api/v1/appointments/{}", appointment.appointment_id), appointment).await
 }
 
-/// Update an appointment (`write` or `admin` key). Omitted fields keep their value; `null`
-/// clears a nullable field.
+/// Update an appointment (`write` or `admin` key). The body is the create body, required fields
+/// included; omitted optional fields keep their value and `null` clears a nullable one.
 #[utoipa::path(put, path = "/api/v1/appointments/{id}", tag = "appointments", params(("id" = i64, Path)),
     request_body = AppointmentInput,
     responses((status = 200, body = Appointment, description = "The updated appointment"), (status = 400, body = Problem), (status = 404, body = Problem), (status = 422, body = Problem)))]

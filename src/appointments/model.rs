@@ -131,47 +131,48 @@ pub fn distinct_vehicles<'a>(appointments: impl IntoIterator<Item = &'a Appointm
     out
 }
 
-/// Body of `PUT /api/v1/appointments/{id}` (and, with the required fields, of `POST`): omitted
-/// fields keep their value and `null` clears a nullable field (`done`, `hours` and `source` go
-/// back to their defaults).
+/// Body of `POST /api/v1/appointments` and `PUT /api/v1/appointments/{id}`: PUT validates like
+/// create, so it needs every required field too. Phones may be empty strings. Omitted optional
+/// fields take their defaults on create and keep their stored value on PUT; `null` clears a
+/// nullable field (`done`, `hours` and `source` go back to their defaults). With a new
+/// `customer_id`, omitted `first_name`, `last_name` and `email` come from that customer.
 #[derive(Debug, Default, Deserialize, ToSchema)]
 pub struct AppointmentInput {
-    /// Required on create; a shop the key may see.
+    /// A shop the key may see.
     #[serde(default)]
-    #[schema(value_type = i64, nullable = false)]
+    #[schema(value_type = i64, required = true, nullable = false)]
     pub shop_id: Patch<i64>,
-    /// Required on create. RFC 3339 with an offset or `Z` (`2024-07-09T08:30:00-05:00`), or a
-    /// local date-time without offset (`2024-07-09T08:30:00`, `2024-07-09 08:30`) read in the
-    /// shop's time zone. A local time skipped by a daylight-saving change moves forward by the
+    /// RFC 3339 with an offset or `Z` (`2024-07-09T08:30:00-05:00`), or a local date-time without
+    /// offset (`2024-07-09T08:30:00`, `2024-07-09 08:30`) read in the shop's time zone, in the
+    /// years 1900 to 2200. A local time skipped by a daylight-saving change moves forward by the
     /// change (02:30 becomes 03:30); a repeated one takes its first occurrence.
     #[serde(default)]
-    #[schema(value_type = String, nullable = false)]
+    #[schema(value_type = String, required = true, nullable = false)]
     pub date: Patch<String>,
-    /// Required on create; four digits.
+    /// Four digits.
     #[serde(default)]
-    #[schema(value_type = String, nullable = false, pattern = r"^[0-9]{4}$")]
+    #[schema(value_type = String, required = true, nullable = false, pattern = r"^[0-9]{4}$")]
     pub year: Patch<String>,
-    /// Required on create.
     #[serde(default)]
-    #[schema(value_type = String, nullable = false, max_length = 255, pattern = r"\S")]
+    #[schema(value_type = String, required = true, nullable = false, max_length = 255, pattern = r"\S")]
     pub make: Patch<String>,
-    /// Required on create.
     #[serde(default)]
-    #[schema(value_type = String, nullable = false, max_length = 255, pattern = r"\S")]
+    #[schema(value_type = String, required = true, nullable = false, max_length = 255, pattern = r"\S")]
     pub model: Patch<String>,
-    /// Required on create; may be empty.
+    /// May be empty.
     #[serde(default)]
-    #[schema(value_type = String, nullable = false, max_length = 255)]
+    #[schema(value_type = String, required = true, nullable = false, max_length = 255)]
     pub home_phone: Patch<String>,
-    /// Required on create; may be empty.
+    /// May be empty.
     #[serde(default)]
-    #[schema(value_type = String, nullable = false, max_length = 255)]
+    #[schema(value_type = String, required = true, nullable = false, max_length = 255)]
     pub work_phone: Patch<String>,
-    /// Required on create; may be empty.
+    /// May be empty.
     #[serde(default)]
-    #[schema(value_type = String, nullable = false, max_length = 255)]
+    #[schema(value_type = String, required = true, nullable = false, max_length = 255)]
     pub cell_phone: Patch<String>,
-    /// A customer of the company; fills omitted `first_name`, `last_name` and `email`.
+    /// A customer of the company the key may see; fills omitted `first_name`, `last_name` and
+    /// `email` when it changes.
     #[serde(default)]
     #[schema(value_type = Option<i64>)]
     pub customer_id: Patch<i64>,
@@ -188,7 +189,7 @@ pub struct AppointmentInput {
     #[serde(default)]
     #[schema(value_type = Option<bool>)]
     pub done: Patch<bool>,
-    /// Title of a bay of the appointment's shop (case-insensitive).
+    /// Title of a bay of the appointment's shop (case-insensitive); `""` or `null` for none.
     #[serde(default)]
     #[schema(value_type = Option<String>, max_length = 255)]
     pub column: Patch<String>,
@@ -209,9 +210,9 @@ pub struct AppointmentInput {
     #[serde(default)]
     #[schema(value_type = Option<f64>, exclusive_minimum = 0, maximum = 24)]
     pub hours: Patch<f64>,
-    /// An e-mail address (or null / empty).
+    /// An e-mail address, or `""` / `null` for none.
     #[serde(default)]
-    #[schema(value_type = Option<String>, max_length = 255)]
+    #[schema(schema_with = crate::schemas::email)]
     pub email: Patch<String>,
     /// One value of the source enum; default `API`.
     #[serde(default)]
@@ -219,22 +220,13 @@ pub struct AppointmentInput {
     pub source: Patch<String>,
 }
 
-/// The `source` enum of a create body.
-pub fn source_schema() -> Object {
-    ObjectBuilder::new()
-        .schema_type(Type::String)
-        .enum_values(Some(APPOINTMENT_SOURCES))
-        .description(Some("Where the appointment comes from; default `API`."))
-        .build()
-}
-
-/// The `source` of an update body: `null` sets it back to `API`.
+/// The `source` of a body: one of the enum's values; `null` (or omitting it on create) means `API`.
 pub fn nullable_source_schema() -> Object {
     let values = APPOINTMENT_SOURCES.iter().map(|s| serde_json::Value::from(*s)).chain([serde_json::Value::Null]);
     ObjectBuilder::new()
         .schema_type(SchemaType::from_iter([Type::String, Type::Null]))
         .enum_values(Some(values))
-        .description(Some("Where the appointment comes from; `null` sets it back to `API`."))
+        .description(Some("Where the appointment comes from; `null` means `API`."))
         .build()
 }
 
@@ -303,57 +295,4 @@ pub struct AppointmentListParams {
     /// applies to the creation time and a date-only bound is a UTC day.
     #[param(pattern = r"^(appointment_start|appointment_end)?$")]
     filter_by: Option<String>,
-}
-
-/// Body of `POST /api/v1/appointments`. Phones may be empty strings; omitted optional fields
-/// take their defaults, and with `customer_id` given, omitted names and e-mail come from the
-/// customer.
-// Documentation only: the body is read as `AppointmentInput`, which applies the create rules.
-#[derive(ToSchema)]
-#[allow(dead_code)]
-pub struct NewAppointment {
-    shop_id: i64,
-    /// RFC 3339 with an offset or `Z`, or a local date-time without offset read in the shop's
-    /// time zone.
-    date: String,
-    #[schema(pattern = r"^[0-9]{4}$")]
-    year: String,
-    #[schema(max_length = 255, pattern = r"\S")]
-    make: String,
-    #[schema(max_length = 255, pattern = r"\S")]
-    model: String,
-    #[schema(max_length = 255)]
-    home_phone: String,
-    #[schema(max_length = 255)]
-    work_phone: String,
-    #[schema(max_length = 255)]
-    cell_phone: String,
-    customer_id: Option<i64>,
-    #[schema(minimum = 1)]
-    vehicle_id: Option<i64>,
-    #[schema(minimum = 1)]
-    repair_order_id: Option<i64>,
-    #[schema(minimum = 1)]
-    employee_id: Option<i64>,
-    /// Default false.
-    done: Option<bool>,
-    /// Title of a bay of the shop (case-insensitive).
-    #[schema(max_length = 255)]
-    column: Option<String>,
-    #[schema(max_length = 255)]
-    reason: Option<String>,
-    #[schema(max_length = 255)]
-    status: Option<String>,
-    #[schema(max_length = 255)]
-    first_name: Option<String>,
-    #[schema(max_length = 255)]
-    last_name: Option<String>,
-    /// Default 1.
-    #[schema(exclusive_minimum = 0, maximum = 24)]
-    hours: Option<f64>,
-    #[schema(max_length = 255)]
-    email: Option<String>,
-    /// Default `API`.
-    #[schema(schema_with = source_schema)]
-    source: Option<String>,
 }

@@ -13,7 +13,7 @@ use crate::{
     db::{Db, ShopFilter},
     error::{ApiError, FieldErrors},
     scope,
-    shops::store::{self as shops, ShopRow},
+    shops::store::ShopRow,
     sources::model::APPOINTMENT_SOURCES,
     validate,
 };
@@ -26,12 +26,11 @@ pub struct Validated {
     pub column_title: Option<String>,
 }
 
-/// A required field: on create it must be given; on update `null` is refused and an omitted
-/// field keeps `current`.
-fn required<T>(errors: &mut FieldErrors, field: &str, patch: Patch<T>, current: Option<T>) -> Option<T> {
-    match (patch, current) {
-        (Patch::Value(v), _) => Some(v),
-        (Patch::Missing, Some(c)) => Some(c),
+/// A field that create requires: an update requires it too (PUT validates like create,
+/// decisions §5), so omitted and `null` are both refused.
+fn required<T>(errors: &mut FieldErrors, field: &str, patch: Patch<T>) -> Option<T> {
+    match patch {
+        Patch::Value(v) => Some(v),
         _ => {
             errors.add(field, format!("The {field} field is required."));
             None
@@ -60,9 +59,8 @@ pub async fn validate(db: &Db, caller: &Caller, input: AppointmentInput, current
     let company_id = caller.company_id;
 
     // The shop (its zone reads local dates) and the customer (fills names and e-mail).
-    let shop: Option<ShopRow> = match (&input.shop_id, current) {
-        (Patch::Missing, Some(c)) => shops::find(db, company_id, c.shop_id).await?,
-        (Patch::Value(id), _) => scope::body_shop(db, caller, Some(*id), &mut errors).await?,
+    let shop: Option<ShopRow> = match &input.shop_id {
+        Patch::Value(id) => scope::body_shop(db, caller, Some(*id), &mut errors).await?,
         _ => {
             errors.add("shop_id", "The shop_id field is required.");
             None
@@ -83,8 +81,8 @@ pub async fn validate(db: &Db, caller: &Caller, input: AppointmentInput, current
     };
     let customer_id = input.customer_id.apply(current.and_then(|c| c.customer_id));
 
-    let start_at = match (input.date, current) {
-        (Patch::Value(raw), _) => match parse_schedule(&raw, tz) {
+    let start_at = match input.date {
+        Patch::Value(raw) => match parse_schedule(&raw, tz) {
             Some(t) => Some(t.timestamp_micros()),
             None => {
                 errors.add(
@@ -94,35 +92,33 @@ pub async fn validate(db: &Db, caller: &Caller, input: AppointmentInput, current
                 None
             }
         },
-        // An update that omits the date keeps the instant, even when the shop changes.
-        (Patch::Missing, Some(c)) => Some(c.start_at),
         _ => {
             errors.add("date", "The date field is required.");
             None
         }
     };
 
-    let year = required(&mut errors, "year", input.year, current.map(|c| c.year.clone()));
+    let year = required(&mut errors, "year", input.year);
     if year.as_ref().is_some_and(|y| y.len() != 4 || !y.bytes().all(|b| b.is_ascii_digit())) {
         errors.add("year", "The year field must be four digits.");
     }
-    let mut nonblank = |field: &str, patch: Patch<String>, current: Option<String>| {
-        let given = required(&mut errors, field, patch, current);
+    let mut nonblank = |field: &str, patch: Patch<String>| {
+        let given = required(&mut errors, field, patch);
         let v = text(&mut errors, field, given);
         if v.as_ref().is_some_and(|v| v.is_empty()) {
             errors.add(field, format!("The {field} field is required."));
         }
         v.unwrap_or_default()
     };
-    let make = nonblank("make", input.make, current.map(|c| c.make.clone()));
-    let model = nonblank("model", input.model, current.map(|c| c.model.clone()));
-    let mut phone = |field: &str, patch: Patch<String>, current: Option<String>| {
-        let given = required(&mut errors, field, patch, current);
+    let make = nonblank("make", input.make);
+    let model = nonblank("model", input.model);
+    let mut phone = |field: &str, patch: Patch<String>| {
+        let given = required(&mut errors, field, patch);
         text(&mut errors, field, given).unwrap_or_default()
     };
-    let home_phone = phone("home_phone", input.home_phone, current.map(|c| c.home_phone.clone()));
-    let work_phone = phone("work_phone", input.work_phone, current.map(|c| c.work_phone.clone()));
-    let cell_phone = phone("cell_phone", input.cell_phone, current.map(|c| c.cell_phone.clone()));
+    let home_phone = phone("home_phone", input.home_phone);
+    let work_phone = phone("work_phone", input.work_phone);
+    let cell_phone = phone("cell_phone", input.cell_phone);
 
     // Names and e-mail: given values win, `null` clears, omitted ones come from a newly linked
     // customer, else keep their stored value.

@@ -20,7 +20,7 @@ use crate::{
     respond::unique_as_invalid,
     scope, validate,
 };
-use model::{Bay, BayInput, BayListParams, NewBay};
+use model::{Bay, BayInput, BayListParams};
 use store::BayFields;
 
 pub fn router() -> OpenApiRouter<AppState> {
@@ -54,21 +54,10 @@ async fn get_bay(State(state): State<AppState>, caller: Caller, Path(id): Path<S
 }
 
 /// Create a bay (admin).
-#[utoipa::path(post, path = "/api/v1/bays", tag = "bays", request_body = NewBay,
+#[utoipa::path(post, path = "/api/v1/bays", tag = "bays", request_body = BayInput,
     responses((status = 201, body = Bay, description = "Created; `Location` names the new bay"), (status = 422, body = Problem)))]
-async fn create_bay(State(state): State<AppState>, Admin(caller): Admin, JsonBody(input): JsonBody<NewBay>) -> Result<Response, ApiError> {
-    let mut errors = FieldErrors::default();
-    let shop_id = validate::required(&mut errors, "shop_id", input.shop_id);
-    scope::body_shop(&state.db, &caller, shop_id, &mut errors).await?;
-    let title = validate::required_text(&mut errors, "title", input.title).unwrap_or_default();
-    validate::max_len(&mut errors, "title", &title, 100);
-    errors.into_result()?;
-    let fields = BayFields {
-        shop_id: shop_id.unwrap_or_default(),
-        title: title.trim().to_owned(),
-        order: input.order.unwrap_or(0),
-        active: input.active.unwrap_or(true),
-    };
+async fn create_bay(State(state): State<AppState>, Admin(caller): Admin, JsonBody(input): JsonBody<BayInput>) -> Result<Response, ApiError> {
+    let fields = validate_bay(&state, &caller, input, None).await?;
     let mut change = Change::begin(&state.db, caller.company_id).await?;
     let row = store::insert(change.tx(), caller.company_id, &fields).await.map_err(unique_as_invalid("title"))?;
     let location = format!("/api/v1/bays/{}", row.id);
@@ -77,7 +66,8 @@ async fn create_bay(State(state): State<AppState>, Admin(caller): Admin, JsonBod
     change.commit_created(location, bay).await
 }
 
-/// Update a bay (admin). Omitted fields keep their value.
+/// Update a bay (admin). The body is the create body; an omitted `order` or `active` keeps its
+/// value.
 #[utoipa::path(put, path = "/api/v1/bays/{id}", tag = "bays", params(("id" = i64, Path)), request_body = BayInput,
     responses((status = 200, body = Bay, description = "The updated bay"), (status = 404, body = Problem), (status = 422, body = Problem)))]
 async fn update_bay(
@@ -87,26 +77,7 @@ async fn update_bay(
     JsonBody(input): JsonBody<BayInput>,
 ) -> Result<Json<Bay>, ApiError> {
     let current = visible_bay(&state, &caller, &id).await?;
-    let mut errors = FieldErrors::default();
-    if let Some(new_shop) = input.shop_id.filter(|s| *s != current.shop_id) {
-        scope::body_shop(&state.db, &caller, Some(new_shop), &mut errors).await?;
-        // An appointment's bay must belong to the appointment's shop.
-        if store::has_appointments(&state.db, caller.company_id, current.shop_id, current.id).await? {
-            errors.add("shop_id", "This bay has appointments; it cannot move to another shop.");
-        }
-    }
-    let title = match input.title {
-        Some(t) => validate::required_text(&mut errors, "title", Some(t)).unwrap_or_default(),
-        None => current.title,
-    };
-    validate::max_len(&mut errors, "title", &title, 100);
-    errors.into_result()?;
-    let fields = BayFields {
-        shop_id: input.shop_id.unwrap_or(current.shop_id),
-        title: title.trim().to_owned(),
-        order: input.order.unwrap_or(current.sort_order),
-        active: input.active.unwrap_or(current.active),
-    };
+    let fields = validate_bay(&state, &caller, input, Some(&current)).await?;
     let mut change = Change::begin(&state.db, caller.company_id).await?;
     let bay = Bay::from(
         store::update(change.tx(), caller.company_id, current.id, &fields)
@@ -117,6 +88,29 @@ async fn update_bay(
     change.record("bay.updated", Some(fields.shop_id), &bay)?;
     change.commit().await?;
     Ok(Json(bay))
+}
+
+/// A create body, or an update of `current` (PUT validates like create; an omitted `order` or
+/// `active` keeps the stored value).
+async fn validate_bay(state: &AppState, caller: &Caller, input: BayInput, current: Option<&store::BayRow>) -> Result<BayFields, ApiError> {
+    let mut errors = FieldErrors::default();
+    let shop_id = validate::required(&mut errors, "shop_id", input.shop_id);
+    scope::body_shop(&state.db, caller, shop_id, &mut errors).await?;
+    if let (Some(current), Some(new_shop)) = (current, shop_id) {
+        // An appointment's bay must belong to the appointment's shop.
+        if new_shop != current.shop_id && store::has_appointments(&state.db, caller.company_id, current.shop_id, current.id).await? {
+            errors.add("shop_id", "This bay has appointments; it cannot move to another shop.");
+        }
+    }
+    let title = validate::required_text(&mut errors, "title", input.title).unwrap_or_default();
+    validate::max_len(&mut errors, "title", &title, 100);
+    errors.into_result()?;
+    Ok(BayFields {
+        shop_id: shop_id.unwrap_or_default(),
+        title: title.trim().to_owned(),
+        order: input.order.or(current.map(|c| c.sort_order)).unwrap_or(0),
+        active: input.active.or(current.map(|c| c.active)).unwrap_or(true),
+    })
 }
 
 async fn visible_bay(state: &AppState, caller: &Caller, raw_id: &str) -> Result<store::BayRow, ApiError> {

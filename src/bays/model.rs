@@ -20,28 +20,17 @@ impl From<BayRow> for Bay {
     }
 }
 
-/// Body of `POST /api/v1/bays`.
+/// Body of `POST /api/v1/bays` and `PUT /api/v1/bays/{id}`. PUT validates like create; an
+/// omitted (or null) `order` or `active` keeps its stored value there.
 #[derive(Debug, Default, Deserialize, ToSchema)]
-pub struct NewBay {
+pub struct BayInput {
+    /// A shop the key may see. A bay with appointments cannot move to another shop.
     #[schema(required, nullable = false)]
     pub shop_id: Option<i64>,
     /// Unique per shop, ignoring case.
     #[schema(required, nullable = false, max_length = 100, pattern = r"\S")]
     pub title: Option<String>,
-    /// Default 0.
-    pub order: Option<i64>,
-    /// Default true.
-    pub active: Option<bool>,
-}
-
-/// Body of `PUT /api/v1/bays/{id}`: omitted (or null) fields keep their value.
-#[derive(Debug, Default, Deserialize, ToSchema)]
-pub struct BayInput {
-    pub shop_id: Option<i64>,
-    /// Unique per shop, ignoring case.
-    #[schema(max_length = 100, pattern = r"\S")]
-    pub title: Option<String>,
-    /// Default 0.
+    /// Display position; default 0.
     pub order: Option<i64>,
     /// Default true.
     pub active: Option<bool>,

@@ -26,7 +26,7 @@ use crate::{
     shop_hours,
     sources::{model::Source, store as sources},
 };
-use model::{NewShop, ShopFields, ShopInfo, ShopInput};
+use model::{ShopFields, ShopInfo, ShopInput};
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -133,7 +133,7 @@ async fn get_shop(State(state): State<AppState>, caller: Caller, Path(id): Path<
 
 /// Create a shop (admin key without a shop list). It starts with one source per appointment
 /// source value, no bays and no hours.
-#[utoipa::path(post, path = "/api/v1/shops", tag = "shops", request_body = NewShop,
+#[utoipa::path(post, path = "/api/v1/shops", tag = "shops", request_body = ShopInput,
     responses((status = 201, body = ShopInfo, description = "Created; `Location` names the new shop"), (status = 422, body = Problem)))]
 async fn create_shop(State(state): State<AppState>, CompanyAdmin(caller): CompanyAdmin, JsonBody(input): JsonBody<ShopInput>) -> Result<Response, ApiError> {
     let fields = input.into_fields(None).map_err(ApiError::Validation)?;
@@ -153,7 +153,8 @@ pub async fn create(change: &mut Change, fields: &ShopFields) -> Result<store::S
     Ok(shop)
 }
 
-/// Update a shop (admin). Omitted fields keep their value. A new time zone re-computes the
+/// Update a shop (admin). The body is the create body (`name` required); omitted optional
+/// fields keep their value. A new time zone re-computes the
 /// shop-local date and time of the shop's appointments in the same transaction.
 #[utoipa::path(put, path = "/api/v1/shops/{id}", tag = "shops", params(("id" = i64, Path)), request_body = ShopInput,
     responses((status = 200, body = ShopInfo, description = "The updated shop"), (status = 404, body = Problem), (status = 422, body = Problem)))]

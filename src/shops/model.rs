@@ -11,42 +11,23 @@ use crate::{
 
 use super::store::ShopRow;
 
-/// Body of `POST /api/v1/shops` and `PUT /api/v1/shops/{id}`. On PUT, omitted fields keep their
-/// value.
+/// Body of `POST /api/v1/shops` and `PUT /api/v1/shops/{id}`: only `name` is required. PUT
+/// validates like create; omitted (or null) optional fields keep their stored value there.
 #[derive(Debug, Default, Deserialize, ToSchema)]
 pub struct ShopInput {
-    #[schema(max_length = 255, pattern = r"\S")]
+    #[schema(required, nullable = false, max_length = 255, pattern = r"\S")]
     pub name: Option<String>,
     pub address: Option<String>,
     pub city: Option<String>,
     pub state: Option<String>,
     pub zip: Option<String>,
     pub phone: Option<String>,
+    #[schema(schema_with = crate::schemas::shop_email)]
     pub email: Option<String>,
     pub website: Option<String>,
     /// IANA time zone name, e.g. `America/Chicago`. Default `UTC`.
     #[schema(schema_with = timezone_schema)]
     pub timezone: Option<String>,
-}
-
-/// Body of `POST /api/v1/shops`: only `name` is required.
-// Documentation only: the body is read as `ShopInput`, which applies the same rules.
-#[derive(ToSchema)]
-#[allow(dead_code)]
-pub struct NewShop {
-    #[schema(max_length = 255, pattern = r"\S")]
-    name: String,
-    address: Option<String>,
-    city: Option<String>,
-    state: Option<String>,
-    zip: Option<String>,
-    phone: Option<String>,
-    /// An e-mail address, or empty.
-    email: Option<String>,
-    website: Option<String>,
-    /// IANA time zone name. Default `UTC`.
-    #[schema(schema_with = timezone_schema)]
-    timezone: Option<String>,
 }
 
 /// A shop's `timezone` in a body: a string, checked by the server against the names
@@ -99,7 +80,6 @@ impl ShopInput {
     /// Applies the input over `base` (the stored shop on update, `None` on create) and validates.
     pub fn into_fields(self, base: Option<ShopFields>) -> Result<ShopFields, FieldErrors> {
         let mut errors = FieldErrors::default();
-        let creating = base.is_none();
         let base = base.unwrap_or_else(|| ShopFields {
             name: String::new(),
             address: String::new(),
@@ -111,11 +91,8 @@ impl ShopInput {
             website: String::new(),
             timezone: "UTC".into(),
         });
-        let name = match self.name {
-            Some(n) => validate::required_text(&mut errors, "name", Some(n)).unwrap_or_default(),
-            None if creating => validate::required_text(&mut errors, "name", None).unwrap_or_default(),
-            None => base.name,
-        };
+        // PUT validates like create: `name` is required on both.
+        let name = validate::required_text(&mut errors, "name", self.name).unwrap_or_default();
         let fields = ShopFields {
             name: name.trim().to_owned(),
             address: self.address.unwrap_or(base.address),

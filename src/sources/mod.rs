@@ -20,7 +20,7 @@ use crate::{
     respond::unique_as_invalid,
     scope, validate,
 };
-use model::{NewSource, Source, SourceInput, SourceListParams};
+use model::{Source, SourceInput, SourceListParams};
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(list_sources, create_source)).routes(routes!(get_source, update_source))
@@ -58,26 +58,19 @@ async fn get_source(State(state): State<AppState>, caller: Caller, Path(id): Pat
 }
 
 /// Create a source (admin).
-#[utoipa::path(post, path = "/api/v1/settings/sources", tag = "settings", request_body = NewSource,
+#[utoipa::path(post, path = "/api/v1/settings/sources", tag = "settings", request_body = SourceInput,
     responses((status = 201, body = Source, description = "Created; `Location` names the new source"), (status = 422, body = Problem)))]
-async fn create_source(State(state): State<AppState>, Admin(caller): Admin, JsonBody(input): JsonBody<NewSource>) -> Result<Response, ApiError> {
-    let mut errors = FieldErrors::default();
-    let shop_id = validate::required(&mut errors, "shop_id", input.shop_id);
-    scope::body_shop(&state.db, &caller, shop_id, &mut errors).await?;
-    let name = validate::required_text(&mut errors, "name", input.name).unwrap_or_default();
-    validate::max_len(&mut errors, "name", &name, 100);
-    errors.into_result()?;
+async fn create_source(State(state): State<AppState>, Admin(caller): Admin, JsonBody(input): JsonBody<SourceInput>) -> Result<Response, ApiError> {
+    let (shop_id, name) = validate_source(&state, &caller, &input).await?;
     let mut change = Change::begin(&state.db, caller.company_id).await?;
     let source = Source::from(
-        store::insert(change.tx(), caller.company_id, shop_id.unwrap_or_default(), name.trim(), input.active.unwrap_or(true))
-            .await
-            .map_err(unique_as_invalid("name"))?,
+        store::insert(change.tx(), caller.company_id, shop_id, &name, input.active.unwrap_or(true)).await.map_err(unique_as_invalid("name"))?,
     );
     change.record("source.created", Some(source.shop_id), &source)?;
     change.commit_created(format!("/api/v1/settings/sources/{}", source.id), source).await
 }
 
-/// Update a source (admin). Omitted fields keep their value.
+/// Update a source (admin). The body is the create body; an omitted `active` keeps its value.
 #[utoipa::path(put, path = "/api/v1/settings/sources/{id}", tag = "settings", params(("id" = i64, Path)), request_body = SourceInput,
     responses((status = 200, body = Source, description = "The updated source"), (status = 404, body = Problem), (status = 422, body = Problem)))]
 async fn update_source(
@@ -87,20 +80,10 @@ async fn update_source(
     JsonBody(input): JsonBody<SourceInput>,
 ) -> Result<Json<Source>, ApiError> {
     let current = visible_source(&state, &caller, &id).await?;
-    let mut errors = FieldErrors::default();
-    if input.shop_id.is_some() {
-        scope::body_shop(&state.db, &caller, input.shop_id, &mut errors).await?;
-    }
-    let name = match input.name {
-        Some(n) => validate::required_text(&mut errors, "name", Some(n)).unwrap_or_default(),
-        None => current.name,
-    };
-    validate::max_len(&mut errors, "name", &name, 100);
-    errors.into_result()?;
-    let shop_id = input.shop_id.unwrap_or(current.shop_id);
+    let (shop_id, name) = validate_source(&state, &caller, &input).await?;
     let mut change = Change::begin(&state.db, caller.company_id).await?;
     let source = Source::from(
-        store::update(change.tx(), caller.company_id, current.id, shop_id, name.trim(), input.active.unwrap_or(current.active))
+        store::update(change.tx(), caller.company_id, current.id, shop_id, &name, input.active.unwrap_or(current.active))
             .await
             .map_err(unique_as_invalid("name"))?
             .ok_or_else(|| ApiError::not_found("Source"))?,
@@ -108,6 +91,17 @@ async fn update_source(
     change.record("source.updated", Some(source.shop_id), &source)?;
     change.commit().await?;
     Ok(Json(source))
+}
+
+/// The shop and the trimmed name of a create or update body (PUT validates like create).
+async fn validate_source(state: &AppState, caller: &Caller, input: &SourceInput) -> Result<(i64, String), ApiError> {
+    let mut errors = FieldErrors::default();
+    let shop_id = validate::required(&mut errors, "shop_id", input.shop_id);
+    scope::body_shop(&state.db, caller, shop_id, &mut errors).await?;
+    let name = validate::required_text(&mut errors, "name", input.name.clone()).unwrap_or_default();
+    validate::max_len(&mut errors, "name", &name, 100);
+    errors.into_result()?;
+    Ok((shop_id.unwrap_or_default(), name.trim().to_owned()))
 }
 
 async fn visible_source(state: &AppState, caller: &Caller, raw_id: &str) -> Result<store::SourceRow, ApiError> {

@@ -22,24 +22,15 @@ impl From<SourceRow> for Source {
     }
 }
 
-/// Body of `POST /api/v1/settings/sources`.
+/// Body of `POST /api/v1/settings/sources` and `PUT /api/v1/settings/sources/{id}`. PUT
+/// validates like create; an omitted (or null) `active` keeps its stored value there.
 #[derive(Debug, Default, Deserialize, ToSchema)]
-pub struct NewSource {
+pub struct SourceInput {
+    /// A shop the key may see.
     #[schema(required, nullable = false)]
     pub shop_id: Option<i64>,
     /// Unique per shop, ignoring case.
     #[schema(required, nullable = false, max_length = 100, pattern = r"\S")]
-    pub name: Option<String>,
-    /// Default true.
-    pub active: Option<bool>,
-}
-
-/// Body of `PUT /api/v1/settings/sources/{id}`: omitted (or null) fields keep their value.
-#[derive(Debug, Default, Deserialize, ToSchema)]
-pub struct SourceInput {
-    pub shop_id: Option<i64>,
-    /// Unique per shop, ignoring case.
-    #[schema(max_length = 100, pattern = r"\S")]
     pub name: Option<String>,
     /// Default true.
     pub active: Option<bool>,

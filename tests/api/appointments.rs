@@ -7,7 +7,7 @@ use crate::support::{Backend, TestApp};
 crate::backend_tests!(
     creates_an_appointment_with_every_field,
     create_validation_errors_are_keyed_by_field,
-    updates_keep_omitted_fields_and_null_clears,
+    updates_validate_like_create_and_keep_omitted_optional_fields,
     roles_shop_scope_and_companies_are_enforced,
     customers_fill_names_and_show_in_details,
     customer_details_list_appointments_and_vehicles,
@@ -157,7 +157,7 @@ async fn create_validation_errors_are_keyed_by_field(backend: Backend) {
     assert_eq!(app.get(key, "/api/v1/appointments").await.body["meta"]["total"], 3);
 }
 
-async fn updates_keep_omitted_fields_and_null_clears(backend: Backend) {
+async fn updates_validate_like_create_and_keep_omitted_optional_fields(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let key = &app.admin_key;
     let chicago = app.create_shop(key, "Chicago", "America/Chicago").await;
@@ -170,8 +170,19 @@ async fn updates_keep_omitted_fields_and_null_clears(backend: Backend) {
     let id = created["appointment_id"].as_i64().unwrap();
     let path = format!("/api/v1/appointments/{id}");
 
-    // Omitted fields keep their value; null clears nullable ones.
-    let r = app.put(key, &path, json!({"reason": null, "status": null, "vehicle_id": null, "email": null})).await;
+    // PUT validates like create (decisions §5): every field create requires, omitted or null, is
+    // a 422 keyed by that field, and nothing changes.
+    let r = app.put(key, &path, json!({"reason": "x"})).await;
+    for field in ["shop_id", "date", "year", "make", "model", "home_phone", "work_phone", "cell_phone"] {
+        r.invalid(field);
+    }
+    let mut without_make = body(chicago, "2026-07-09T08:30:00");
+    without_make.as_object_mut().unwrap().remove("make");
+    assert_eq!(app.put(key, &path, without_make).await.invalid("make")["errors"].as_object().unwrap().len(), 1);
+    assert_eq!(app.get(key, &path).await.body["reason"], "Noise");
+
+    // Omitted optional fields keep their value; null clears nullable ones.
+    let r = app.put(key, &path, body_with(chicago, "2026-07-09T08:30:00", json!({"reason": null, "status": null, "vehicle_id": null, "email": null}))).await;
     let b = r.ok().clone();
     assert_eq!((&b["reason"], &b["status"], &b["vehicle_id"], &b["email"]), (&Value::Null, &Value::Null, &Value::Null, &Value::Null));
     assert_eq!(b["vehicle"], json!({"vehicle_id": null, "year": "2019", "make": "Toyota", "model": "Camry"}));
@@ -181,30 +192,31 @@ async fn updates_keep_omitted_fields_and_null_clears(backend: Backend) {
     assert!(b["updated_at"].as_str() >= created["updated_at"].as_str());
 
     // Hours move the end; done flips the flag; a new local date is read in the shop's zone.
-    let r = app.put(key, &path, json!({"hours": 2, "done": true, "date": "2026-12-01 07:00"})).await;
+    let r = app.put(key, &path, body_with(chicago, "2026-12-01 07:00", json!({"hours": 2, "done": true}))).await;
     assert_eq!(r.ok()["schedule"], json!({"date": "2026-12-01", "time": "07:00:00", "start": "2026-12-01T13:00:00.000000Z",
         "end": "2026-12-01T15:00:00.000000Z", "hours": 2.0, "flag": "complete"}));
 
     // Required fields cannot be nulled; a failed PUT changes nothing.
-    let r = app.put(key, &path, json!({"make": null, "date": null, "hours": 99})).await;
+    let r = app.put(key, &path, body_with(chicago, "2026-12-01 07:00", json!({"make": null, "date": null, "hours": 99}))).await;
     r.invalid("make");
     r.invalid("date");
     r.invalid("hours");
     let r = app.get(key, &path).await;
     assert_eq!(r.body["vehicle"]["make"], "Toyota");
 
-    // Moving shops: the bay must follow (or be cleared); the instant stays, local time changes.
-    app.put(key, &path, json!({"shop_id": tokyo})).await.invalid("column");
-    let r = app.put(key, &path, json!({"shop_id": tokyo, "column": "pit"})).await;
+    // Moving shops: the bay must follow (or be cleared); the same instant shows the new local time.
+    let instant = "2026-12-01T13:00:00Z";
+    app.put(key, &path, body(tokyo, instant)).await.invalid("column");
+    let r = app.put(key, &path, body_with(tokyo, instant, json!({"column": "pit"}))).await;
     let b = r.ok();
     assert_eq!((b["shop_id"].as_i64(), b["column"].as_str()), (Some(tokyo), Some("Pit")));
     assert_eq!(b["schedule"]["start"], "2026-12-01T13:00:00.000000Z");
     assert_eq!((b["schedule"]["date"].as_str(), b["schedule"]["time"].as_str()), (Some("2026-12-01"), Some("22:00:00")));
-    let r = app.put(key, &path, json!({"column": null}));
+    let r = app.put(key, &path, body_with(tokyo, instant, json!({"column": null})));
     assert!(r.await.ok()["column"].is_null());
 
-    app.put(key, "/api/v1/appointments/999999", json!({"done": true})).await.problem(404);
-    app.put(key, "/api/v1/appointments/abc", json!({"done": true})).await.problem(404);
+    app.put(key, "/api/v1/appointments/999999", body(tokyo, instant)).await.problem(404);
+    app.put(key, "/api/v1/appointments/abc", body(tokyo, instant)).await.problem(404);
     app.get(key, "/api/v1/appointments/0").await.problem(404);
 }
 
@@ -268,11 +280,12 @@ async fn customers_fill_names_and_show_in_details(backend: Backend) {
     let plain = create_id(&app, admin, body_with(b, "2026-05-01T12:00:00Z", json!({"first_name": "Walk-in"}))).await;
 
     // A PUT that changes the customer takes the new customer's names unless given.
-    let r = app.put(admin, &format!("/api/v1/appointments/{id}"), json!({"customer_id": bo})).await;
+    let put = |extra: Value| body_with(a, "2026-05-01T10:00:00Z", extra);
+    let r = app.put(admin, &format!("/api/v1/appointments/{id}"), put(json!({"customer_id": bo}))).await;
     assert_eq!((r.ok()["first_name"].as_str(), r.body["last_name"].as_str(), r.body["email"].as_str()), (Some("Bo"), Some("Jones"), Some("bo@example.com")));
     // The same customer again does not overwrite edited names.
-    app.put(admin, &format!("/api/v1/appointments/{id}"), json!({"first_name": "Bobby"})).await.ok();
-    let r = app.put(admin, &format!("/api/v1/appointments/{id}"), json!({"customer_id": bo, "reason": "x"})).await;
+    app.put(admin, &format!("/api/v1/appointments/{id}"), put(json!({"first_name": "Bobby"}))).await.ok();
+    let r = app.put(admin, &format!("/api/v1/appointments/{id}"), put(json!({"customer_id": bo, "reason": "x"}))).await;
     assert_eq!(r.ok()["first_name"], "Bobby");
 
     // with_details: the customer object, or null; absent without it.

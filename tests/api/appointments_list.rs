@@ -4,7 +4,7 @@ use autoshop::db::Query;
 use serde_json::json;
 
 use crate::{
-    appointments::{body_with, create_id},
+    appointments::{body, body_with, create_id},
     support::{Backend, TestApp},
 };
 
@@ -151,9 +151,9 @@ async fn unfiltered_totals_follow_creates_moves_and_key_shops(backend: Backend) 
     assert_eq!(total(app, key, "").await, Some(5));
     assert_eq!(total(app, key, &format!("&filter[shop_id]={a}")).await, Some(3));
     // Moving an appointment to another shop moves its count; other updates leave counts alone.
-    app.put(key, &format!("/api/v1/appointments/{}", in_a[0]), json!({"shop_id": b})).await.ok();
-    app.put(key, &format!("/api/v1/appointments/{}", in_a[1]), json!({"reason": "Brakes"})).await.ok();
-    app.put(key, &format!("/api/v1/shops/{b}"), json!({"timezone": "Asia/Tokyo"})).await.ok();
+    app.put(key, &format!("/api/v1/appointments/{}", in_a[0]), body(b, "2026-05-01T10:00:00Z")).await.ok();
+    app.put(key, &format!("/api/v1/appointments/{}", in_a[1]), body_with(a, "2026-05-02T10:00:00Z", json!({"reason": "Brakes"}))).await.ok();
+    app.put(key, &format!("/api/v1/shops/{b}"), json!({"name": "B", "timezone": "Asia/Tokyo"})).await.ok();
     assert_eq!(total(app, key, "").await, Some(5));
     assert_eq!(total(app, key, &format!("&filter[shop_id]={a}")).await, Some(2));
     assert_eq!(total(app, key, &format!("&filter[shop_id]={b}")).await, Some(3));

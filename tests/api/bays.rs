@@ -17,7 +17,7 @@ async fn lists_bays_with_defaults_filters_and_sorts(backend: Backend) {
     let b1 = app.create_bay(key, a, "Lift", 2).await;
     let b2 = app.create_bay(key, a, "alignment", 1).await;
     let b3 = app.create_bay(key, b, "Bay Z", 0).await;
-    let r = app.put(key, &format!("/api/v1/bays/{b3}"), json!({"active": false})).await;
+    let r = app.put(key, &format!("/api/v1/bays/{b3}"), json!({"shop_id": b, "title": "Bay Z", "active": false})).await;
     assert_eq!(r.ok()["active"], false);
 
     // Default: active only, id ascending, page size 10.
@@ -115,13 +115,19 @@ async fn creates_and_updates_bays_with_validation(backend: Backend) {
     app.post(key, "/api/v1/bays", json!({"shop_id": 999_999, "title": "x"})).await.invalid("shop_id");
     app.post(key, "/api/v1/bays", json!({"shop_id": shop, "title": 5})).await.invalid("title");
 
-    // PUT keeps omitted fields.
+    // PUT validates like create: `shop_id` and `title` are required; omitted `order` and
+    // `active` keep their value.
     let r = app.put(key, &format!("/api/v1/bays/{id}"), json!({"order": 4})).await;
-    assert_eq!(r.ok(), &json!({"id": id, "shop_id": shop, "title": "Lift 1", "order": 4, "active": true}));
+    r.invalid("shop_id");
+    r.invalid("title");
+    app.put(key, &format!("/api/v1/bays/{id}"), json!({"shop_id": shop, "title": " ", "order": 4})).await.invalid("title");
+    app.put(key, &format!("/api/v1/bays/{id}"), json!({"shop_id": shop, "title": "Lift 1", "active": false})).await.ok();
+    let r = app.put(key, &format!("/api/v1/bays/{id}"), json!({"shop_id": shop, "title": "Lift 1", "order": 4})).await;
+    assert_eq!(r.ok(), &json!({"id": id, "shop_id": shop, "title": "Lift 1", "order": 4, "active": false}));
     let other = app.create_bay(key, shop, "Lift 2", 0).await;
-    app.put(key, &format!("/api/v1/bays/{other}"), json!({"title": "lift 1"})).await.invalid("title");
-    app.put(key, "/api/v1/bays/999999", json!({"order": 1})).await.problem(404);
-    app.put(key, "/api/v1/bays/abc", json!({"order": 1})).await.problem(404);
+    app.put(key, &format!("/api/v1/bays/{other}"), json!({"shop_id": shop, "title": "lift 1"})).await.invalid("title");
+    app.put(key, "/api/v1/bays/999999", json!({"shop_id": shop, "title": "x"})).await.problem(404);
+    app.put(key, "/api/v1/bays/abc", json!({"shop_id": shop, "title": "x"})).await.problem(404);
     // The failed update changed nothing.
     assert_eq!(app.get(key, &format!("/api/v1/bays/{other}")).await.body["title"], "Lift 2");
 }
@@ -138,11 +144,11 @@ async fn a_bay_with_appointments_stays_in_its_shop(backend: Backend) {
             "model": "Focus", "home_phone": "", "work_phone": "", "cell_phone": "", "column": "lift"}))
         .await;
     let appointment = r.ok()["appointment_id"].as_i64().unwrap();
-    app.put(key, &format!("/api/v1/bays/{busy}"), json!({"shop_id": b})).await.invalid("shop_id");
+    app.put(key, &format!("/api/v1/bays/{busy}"), json!({"shop_id": b, "title": "Lift"})).await.invalid("shop_id");
     assert_eq!(app.get(key, &format!("/api/v1/bays/{busy}")).await.body["shop_id"], a);
     assert_eq!(app.get(key, &format!("/api/v1/appointments/{appointment}")).await.body["column"], "Lift");
     // Renaming it is fine (appointments show the new title); a bay without appointments moves.
-    app.put(key, &format!("/api/v1/bays/{busy}"), json!({"title": "Lift A"})).await.ok();
+    app.put(key, &format!("/api/v1/bays/{busy}"), json!({"shop_id": a, "title": "Lift A"})).await.ok();
     assert_eq!(app.get(key, &format!("/api/v1/appointments/{appointment}")).await.body["column"], "Lift A");
-    assert_eq!(app.put(key, &format!("/api/v1/bays/{idle}"), json!({"shop_id": b})).await.ok()["shop_id"], b);
+    assert_eq!(app.put(key, &format!("/api/v1/bays/{idle}"), json!({"shop_id": b, "title": "Spare"})).await.ok()["shop_id"], b);
 }

@@ -80,13 +80,13 @@ async fn every_write_records_its_event_with_the_get_representation(backend: Back
 
     let bay = app.create_bay(key, shop, "Lift 1", 0).await;
     expect_one(&app, &mut cursor, "bay.created", Some(shop), &format!("/api/v1/bays/{bay}")).await;
-    app.put(key, &format!("/api/v1/bays/{bay}"), json!({"title": "Lift A"})).await.ok();
+    app.put(key, &format!("/api/v1/bays/{bay}"), json!({"shop_id": shop, "title": "Lift A"})).await.ok();
     expect_one(&app, &mut cursor, "bay.updated", Some(shop), &format!("/api/v1/bays/{bay}")).await;
 
     let r = app.post(key, "/api/v1/settings/sources", json!({"shop_id": shop, "name": "Radio"})).await;
     let source = r.ok()["id"].as_i64().unwrap();
     expect_one(&app, &mut cursor, "source.created", Some(shop), &format!("/api/v1/settings/sources/{source}")).await;
-    app.put(key, &format!("/api/v1/settings/sources/{source}"), json!({"active": false})).await.ok();
+    app.put(key, &format!("/api/v1/settings/sources/{source}"), json!({"shop_id": shop, "name": "Radio", "active": false})).await.ok();
     expect_one(&app, &mut cursor, "source.updated", Some(shop), &format!("/api/v1/settings/sources/{source}")).await;
 
     let week = json!({"shop_id": shop, "hours": [{"day": 1, "open": "08:00", "close": "17:00"}]});
@@ -138,7 +138,7 @@ async fn every_write_records_its_event_with_the_get_representation(backend: Back
     assert_eq!(app.delete(key, &appointment_path).await.status, 204);
 
     // A new time zone re-localises the shop's appointments: one event stands for all of it.
-    app.put(key, &format!("/api/v1/shops/{shop}"), json!({"timezone": "America/New_York"})).await.ok();
+    app.put(key, &format!("/api/v1/shops/{shop}"), json!({"name": "Chicago", "timezone": "America/New_York"})).await.ok();
     let data = expect_one(&app, &mut cursor, "shop.updated", Some(shop), &format!("/api/v1/shops/{shop}")).await;
     assert_eq!(data["timezone"], "America/New_York");
 
@@ -172,7 +172,7 @@ async fn refused_writes_record_nothing(backend: Backend) {
     app.post(key, "/api/v1/customers", dup.clone()).await.ok();
     next_events(&app, key, &mut cursor, 1).await;
     app.post(key, "/api/v1/customers", dup).await.invalid("customer_number");
-    app.put(key, "/api/v1/bays/999999", json!({"title": "x"})).await.problem(404);
+    app.put(key, "/api/v1/bays/999999", json!({"shop_id": shop, "title": "x"})).await.problem(404);
     let id = crate::appointments::create_id(&app, key, body(shop, "2030-01-07T09:00:00-06:00")).await;
     next_events(&app, key, &mut cursor, 1).await;
     assert_eq!(app.delete(key, &format!("/api/v1/appointments/{id}")).await.status, 204);

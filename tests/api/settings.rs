@@ -119,7 +119,7 @@ async fn sources_start_with_defaults_and_filter(backend: Backend) {
 
     // Deactivate one: gone from the default list, present with filter[active]=false.
     let website = app.get(key, &format!("/api/v1/settings/sources?filter[shop_id]={shop}&pageSize=1")).await.ids("id")[0];
-    app.put(key, &format!("/api/v1/settings/sources/{website}"), json!({"active": false})).await.ok();
+    app.put(key, &format!("/api/v1/settings/sources/{website}"), json!({"shop_id": shop, "name": "Website", "active": false})).await.ok();
     let r = app.get(key, &format!("/api/v1/settings/sources?filter[shop_id]={shop}")).await;
     assert_eq!(r.body["meta"]["total"], 7);
     let r = app.get(key, &format!("/api/v1/settings/sources?filter[shop_id]={shop}&filter[active]=false")).await;
@@ -143,8 +143,13 @@ async fn sources_admin_writes(backend: Backend) {
     assert_eq!(r.header("location"), Some(format!("/api/v1/settings/sources/{id}").as_str()));
     app.post(key, "/api/v1/settings/sources", json!({"shop_id": shop, "name": "walk-IN"})).await.invalid("name");
     app.post(key, "/api/v1/settings/sources", json!({"shop_id": shop})).await.invalid("name");
-    let r = app.put(key, &format!("/api/v1/settings/sources/{id}"), json!({"name": "Walk in"})).await;
-    assert_eq!(r.ok()["name"], "Walk in");
+    // PUT validates like create: `shop_id` and `name` are required; an omitted `active` keeps
+    // its value.
+    app.put(key, &format!("/api/v1/settings/sources/{id}"), json!({"name": "Walk in"})).await.invalid("shop_id");
+    app.put(key, &format!("/api/v1/settings/sources/{id}"), json!({"shop_id": shop, "active": false})).await.invalid("name");
+    app.put(key, &format!("/api/v1/settings/sources/{id}"), json!({"shop_id": shop, "name": "Walk-in", "active": false})).await.ok();
+    let r = app.put(key, &format!("/api/v1/settings/sources/{id}"), json!({"shop_id": shop, "name": "Walk in"})).await;
+    assert_eq!((r.ok()["name"].as_str(), r.body["active"].as_bool()), (Some("Walk in"), Some(false)));
     assert_eq!(app.get(key, &format!("/api/v1/settings/sources/{id}")).await.body["name"], "Walk in");
 }
 
@@ -154,7 +159,7 @@ async fn shop_info_embeds_lists_on_request(backend: Backend) {
     let a = app.create_shop(key, "Alpha", "America/Chicago").await;
     let b = app.create_shop(key, "Beta", "Europe/Berlin").await;
     let bay = app.create_bay(key, a, "Lift", 0).await;
-    app.put(key, &format!("/api/v1/bays/{bay}"), json!({"active": false})).await.ok();
+    app.put(key, &format!("/api/v1/bays/{bay}"), json!({"shop_id": a, "title": "Lift", "active": false})).await.ok();
     app.put(key, "/api/v1/settings/shop_hours", json!({"shop_id": a, "hours": [{"day": 5, "open": "07:30", "close": "16:00"}]})).await.ok();
 
     let r = app.get(key, "/api/v1/settings/shop_info").await;

@@ -27,10 +27,11 @@ async fn creates_and_updates_shops_with_validation(backend: Backend) {
     }
     app.post(key, "/api/v1/shops", json!({"name": "  "})).await.invalid("name");
 
-    // PUT keeps omitted fields and validates the rest.
-    let r = app.put(key, &format!("/api/v1/shops/{id}"), json!({"phone": "555-0100"})).await;
+    // PUT validates like create (`name` required) and keeps omitted optional fields.
+    app.put(key, &format!("/api/v1/shops/{id}"), json!({"phone": "555-0100"})).await.invalid("name");
+    let r = app.put(key, &format!("/api/v1/shops/{id}"), json!({"name": "North", "phone": "555-0100"})).await;
     assert_eq!((r.ok()["name"].as_str(), r.body["phone"].as_str(), r.body["city"].as_str()), (Some("North"), Some("555-0100"), Some("Chicago")));
-    app.put(key, &format!("/api/v1/shops/{id}"), json!({"timezone": "Nowhere"})).await.invalid("timezone");
+    app.put(key, &format!("/api/v1/shops/{id}"), json!({"name": "North", "timezone": "Nowhere"})).await.invalid("timezone");
     assert_eq!(app.get(key, &format!("/api/v1/shops/{id}")).await.body["timezone"], "America/Chicago");
     app.put(key, "/api/v1/shops/999999", json!({"name": "x"})).await.problem(404);
     app.get(key, "/api/v1/shops/not-a-number").await.problem(404);

@@ -105,7 +105,8 @@ class Writer(threading.Thread):
                     title, _ = self.acked[bay]
                     want = (title, self.seq)
                     self.pending[bay] = want
-                    status, _, body = request(self.server.base, self.key, "PUT", f"/api/v1/bays/{bay}", {"order": self.seq}, timeout=5)
+                    status, _, body = request(self.server.base, self.key, "PUT", f"/api/v1/bays/{bay}",
+                                              {"shop_id": self.shop_id, "title": title, "order": self.seq}, timeout=5)
                     if status == 200:
                         assert (body["title"], body["order"]) == want, body
                         self.acked[bay] = want
