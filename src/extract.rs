@@ -29,33 +29,82 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
                 ApiError::BadRequest(format!("Could not read the request body: {}", rejection.body_text()))
             }
         })?;
-        let value: serde_json::Value = serde_json::from_slice(&bytes)
+        let mut value: serde_json::Value = serde_json::from_slice(&bytes)
             .map_err(|e| ApiError::BadRequest(format!("Malformed JSON: {e}.")))?;
         if !value.is_object() {
             return Err(ApiError::invalid("body", "The request body must be a JSON object."));
         }
-        if let Some(field) = find_nul(&value, "") {
-            return Err(ApiError::invalid(field.clone(), format!("The {field} field must not contain NUL characters.")));
-        }
-        serde_path_to_error::deserialize(value).map(JsonBody).map_err(|e| {
+        whole_numbers_as_integers(&mut value);
+        // Unknown fields are ignored (decisions §2), so only what the body type reads is checked.
+        let mut ignored: Vec<Vec<String>> = Vec::new();
+        let mut on_ignored = |path: serde_ignored::Path| ignored.push(segments(&path));
+        let read = serde_ignored::Deserializer::new(&value, &mut on_ignored);
+        let body = serde_path_to_error::deserialize(read).map_err(|e| {
             let field = field_name(e.path());
             let message = describe_type_error(&field, &e.inner().to_string());
             ApiError::invalid(field, message)
-        })
+        })?;
+        let mut nul = Vec::new();
+        find_nul(&value, &mut Vec::new(), &mut nul);
+        if let Some(path) = nul.into_iter().find(|p| !ignored.iter().any(|i| p.starts_with(i))) {
+            let field = if path.is_empty() { "body".to_owned() } else { path.join(".") };
+            return Err(ApiError::invalid(field.clone(), format!("The {field} field must not contain NUL characters.")));
+        }
+        Ok(JsonBody(body))
     }
 }
 
-/// The dotted path of the first string holding a NUL character: no database stores one in text
-/// (PostgreSQL refuses it), so it is a validation error rather than a failure deep down.
-fn find_nul(value: &serde_json::Value, path: &str) -> Option<String> {
-    let join = |key: &str| if path.is_empty() { key.to_owned() } else { format!("{path}.{key}") };
+/// A whole number written with a fraction (`2.0`) is the integer 2, as JSON Schema reads it, so
+/// an integer field takes it. Only values a float holds exactly (up to 2^53) are rewritten.
+fn whole_numbers_as_integers(value: &mut serde_json::Value) {
+    use serde_json::Value;
     match value {
-        serde_json::Value::String(s) if s.contains('\0') => Some(if path.is_empty() { "body".into() } else { path.to_owned() }),
-        serde_json::Value::Array(items) => items.iter().enumerate().find_map(|(i, v)| find_nul(v, &join(&i.to_string()))),
-        serde_json::Value::Object(map) => map.iter().find_map(|(k, v)| {
-            if k.contains('\0') { Some(join(k)) } else { find_nul(v, &join(k)) }
-        }),
-        _ => None,
+        Value::Number(n) if !n.is_i64() && !n.is_u64() => {
+            if let Some(f) = n.as_f64().filter(|f| f.fract() == 0.0 && f.abs() <= 9_007_199_254_740_992.0) {
+                *value = Value::from(f as i64);
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(whole_numbers_as_integers),
+        Value::Object(map) => map.values_mut().for_each(whole_numbers_as_integers),
+        _ => {}
+    }
+}
+
+/// The path of an ignored field, as segments (`["hours", "0", "extra"]`).
+fn segments(path: &serde_ignored::Path) -> Vec<String> {
+    use serde_ignored::Path;
+    match path {
+        Path::Root => Vec::new(),
+        Path::Seq { parent, index } => [segments(parent), vec![index.to_string()]].concat(),
+        Path::Map { parent, key } => [segments(parent), vec![key.clone()]].concat(),
+        Path::Some { parent } | Path::NewtypeStruct { parent } | Path::NewtypeVariant { parent } => segments(parent),
+    }
+}
+
+/// The paths of the strings (and keys) holding a NUL character: no database stores one in text
+/// (PostgreSQL refuses it), so it is a validation error rather than a failure deep down.
+fn find_nul(value: &serde_json::Value, path: &mut Vec<String>, out: &mut Vec<Vec<String>>) {
+    match value {
+        serde_json::Value::String(s) if s.contains('\0') => out.push(path.clone()),
+        serde_json::Value::Array(items) => {
+            for (i, v) in items.iter().enumerate() {
+                path.push(i.to_string());
+                find_nul(v, path, out);
+                path.pop();
+            }
+        }
+        serde_json::Value::Object(map) => {
+            for (k, v) in map {
+                path.push(k.clone());
+                if k.contains('\0') {
+                    out.push(path.clone());
+                } else {
+                    find_nul(v, path, out);
+                }
+                path.pop();
+            }
+        }
+        _ => {}
     }
 }
 
@@ -205,10 +254,21 @@ mod tests {
 
     #[test]
     fn nul_characters_are_found_by_path() {
-        let v = serde_json::json!({"a": "ok", "b": [1, {"c": "x\u{0}"}]});
-        assert_eq!(find_nul(&v, "").as_deref(), Some("b.1.c"));
-        assert_eq!(find_nul(&serde_json::json!({"a": "ok"}), ""), None);
+        let nuls = |v: serde_json::Value| {
+            let mut out = Vec::new();
+            find_nul(&v, &mut Vec::new(), &mut out);
+            out.into_iter().map(|p| p.join(".")).collect::<Vec<_>>()
+        };
+        assert_eq!(nuls(serde_json::json!({"a": "ok", "b": [1, {"c": "x\u{0}"}], "d\u{0}": 1})), vec!["b.1.c", "d\u{0}"]);
+        assert!(nuls(serde_json::json!({"a": "ok"})).is_empty());
         assert!(QueryParams::from_request_query("filter%5Bx%5D=a%00").is_err());
+    }
+
+    #[test]
+    fn whole_numbers_become_integers() {
+        let mut v = serde_json::json!({"a": 2.0, "b": [-0.0, 2.5, 1e300], "c": 7});
+        whole_numbers_as_integers(&mut v);
+        assert_eq!(v, serde_json::json!({"a": 2, "b": [0, 2.5, 1e300], "c": 7}));
     }
 
     #[test]

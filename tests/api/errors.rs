@@ -50,7 +50,16 @@ async fn request_bodies_are_checked_in_order(backend: Backend) {
     app.post(key, "/api/v1/bays", json!({"shop_id": shop, "title": "T", "active": "yes"})).await.invalid("active");
     // NUL characters cannot be stored as text (PostgreSQL refuses them): a 422, not a 500.
     app.post(key, "/api/v1/bays", json!({"shop_id": shop, "title": "T\u{0}"})).await.invalid("title");
-    app.post(key, "/api/v1/shops", json!({"name": "ok", "extra": {"x": ["\u{0}"]}})).await.invalid("extra.x.0");
+    app.post(key, "/api/v1/shops", json!({"name": "ok", "address": "a\u{0}"})).await.invalid("address");
+    app.put(key, "/api/v1/settings/shop_hours", json!({"shop_id": shop, "hours": [{"day": 1, "open": "08:00", "close": "\u{0}"}]}))
+        .await
+        .invalid("hours.0.close");
+    // Unknown fields are ignored, NUL characters in them included: nothing reads or stores them.
+    assert_eq!(app.post(key, "/api/v1/shops", json!({"name": "ok", "extra\u{0}": {"x": ["\u{0}"]}})).await.status, 201);
+    // A whole number written with a fraction is that integer (as JSON Schema reads it).
+    let r = app.post(key, "/api/v1/bays", json!({"shop_id": shop as f64, "title": "Whole", "order": 2.0})).await;
+    assert_eq!((r.ok()["shop_id"].as_i64(), r.body["order"].as_i64()), (Some(shop), Some(2)));
+    app.post(key, "/api/v1/bays", json!({"shop_id": shop, "title": "Half", "order": 2.5})).await.invalid("order");
     app.get(key, "/api/v1/customers?filter%5Blast_name%5D=a%00").await.invalid("filter[last_name]");
     // A charset parameter and unknown fields are fine.
     let r = send(format!("{{\"shop_id\": {shop}, \"title\": \"T\", \"colour\": \"red\"}}").into_bytes(), Some("application/json; charset=utf-8"))
@@ -58,7 +67,7 @@ async fn request_bodies_are_checked_in_order(backend: Backend) {
         .unwrap();
     assert_eq!(r.status(), 201);
     // None of the rejected bodies left anything behind.
-    assert_eq!(app.get(key, "/api/v1/bays").await.body["meta"]["total"], 1);
+    assert_eq!(app.get(key, "/api/v1/bays").await.body["meta"]["total"], 2, "the bay with whole-number fields");
 }
 
 async fn database_outage_is_503(backend: Backend) {
