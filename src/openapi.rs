@@ -34,8 +34,12 @@ const BODY_ERRORS: [(&str, &str); 4] = [
     ("422", "Validation failed; `errors` maps each field to its messages"),
 ];
 
-/// Every query parameter also accepts an empty value (`?x=`), which counts as absent: said in
-/// the schema so clients and fuzzers know an empty value is not an error.
+/// Query parameters for which an empty value is an error: `filter[trashed]` (decisions §10).
+const EMPTY_IS_INVALID: [&str; 1] = ["filter[trashed]"];
+
+/// Every optional query parameter also accepts an empty value (`?x=`), which counts as absent:
+/// said in the schema so clients and fuzzers know an empty value is not an error. A required
+/// parameter, and those of `EMPTY_IS_INVALID`, refuse it.
 fn allow_empty_query_values(op: &mut Operation) {
     use utoipa::openapi::{
         path::ParameterIn,
@@ -43,7 +47,8 @@ fn allow_empty_query_values(op: &mut Operation) {
     };
     for param in op.parameters.iter_mut().flatten() {
         let RefOr::T(param) = param else { continue };
-        if !matches!(param.parameter_in, ParameterIn::Query) {
+        let required = matches!(param.required, utoipa::openapi::Required::True);
+        if !matches!(param.parameter_in, ParameterIn::Query) || required || EMPTY_IS_INVALID.contains(&param.name.as_str()) {
             continue;
         }
         if matches!(param.schema, Some(RefOr::T(Schema::Array(_)))) {

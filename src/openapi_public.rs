@@ -1,12 +1,13 @@
 //! What the published document owes integrators beyond the handlers' annotations: a description
 //! on every response (OpenAPI requires one; generators refuse a document without), the
-//! `Location` header of every 201, and a server entry (the document's own origin).
+//! `Location` header of every 201, a server entry (the document's own origin), and the rule that
+//! request text holds no NUL character, stated on every string a request carries.
 
 use utoipa::openapi::{
     OpenApi, RefOr,
     header::HeaderBuilder,
     path::Operation,
-    schema::{ObjectBuilder, Type},
+    schema::{ArrayItems, ObjectBuilder, Schema, SchemaType, Type},
     server::Server,
 };
 
@@ -54,6 +55,90 @@ pub fn complete(doc: &mut OpenApi) {
     }
     // Relative: clients and tools resolve paths against the address they read the document from.
     doc.servers = Some(vec![Server::new("/")]);
+    state_text_rules(doc);
+}
+
+/// Text in a request never holds NUL (the server refuses it: no database stores it), and a
+/// "not blank" field (annotated `pattern = r"\S"`) needs a character the server does not trim.
+/// Both are said on every string schema of request bodies and query parameters: a string
+/// without a pattern, format or enum gets `NO_NUL`, and `\S` becomes `NOT_BLANK`.
+fn state_text_rules(doc: &mut OpenApi) {
+    let json = serde_json::to_value(&*doc).unwrap_or_default();
+    let mut request_schemas: Vec<String> = Vec::new();
+    let mut pending: Vec<String> = Vec::new();
+    collect_refs(&json["paths"], "requestBody", &mut pending);
+    while let Some(name) = pending.pop() {
+        if !request_schemas.contains(&name) {
+            collect_refs(&json["components"]["schemas"][&name], "", &mut pending);
+            request_schemas.push(name);
+        }
+    }
+    if let Some(components) = doc.components.as_mut() {
+        for name in &request_schemas {
+            if let Some(schema) = components.schemas.get_mut(name) {
+                rule_strings(schema);
+            }
+        }
+    }
+    for item in doc.paths.paths.values_mut() {
+        for op in [&mut item.get, &mut item.put, &mut item.post, &mut item.delete, &mut item.patch].into_iter().flatten() {
+            for param in op.parameters.iter_mut().flatten() {
+                let RefOr::T(param) = param else { continue };
+                if let (utoipa::openapi::path::ParameterIn::Query, Some(schema)) = (&param.parameter_in, param.schema.as_mut()) {
+                    rule_strings(schema);
+                }
+            }
+        }
+    }
+}
+
+/// The component names `$ref`ed under `value` (only under keys named `under`, when given).
+fn collect_refs(value: &serde_json::Value, under: &str, out: &mut Vec<String>) {
+    match value {
+        serde_json::Value::Object(map) => {
+            for (k, v) in map {
+                if k == "$ref" && under.is_empty() {
+                    if let Some(name) = v.as_str().and_then(|r| r.strip_prefix("#/components/schemas/")) {
+                        out.push(name.to_owned());
+                    }
+                }
+                collect_refs(v, if k == under { "" } else { under }, out);
+            }
+        }
+        serde_json::Value::Array(items) => items.iter().for_each(|v| collect_refs(v, under, out)),
+        _ => {}
+    }
+}
+
+fn rule_strings(schema: &mut RefOr<Schema>) {
+    use crate::schemas::{NO_NUL, NOT_BLANK};
+    let RefOr::T(schema) = schema else { return };
+    match schema {
+        Schema::Object(object) => {
+            let is_string = match &object.schema_type {
+                SchemaType::Type(t) => *t == Type::String,
+                SchemaType::Array(types) => types.contains(&Type::String),
+                SchemaType::AnyValue => false,
+            };
+            if is_string && object.enum_values.is_none() && object.format.is_none() {
+                match object.pattern.as_deref() {
+                    None => object.pattern = Some(NO_NUL.to_owned()),
+                    Some(r"\S") => object.pattern = Some(NOT_BLANK.to_owned()),
+                    Some(_) => {}
+                }
+            }
+            object.properties.values_mut().for_each(rule_strings);
+        }
+        Schema::Array(array) => {
+            if let ArrayItems::RefOrSchema(items) = &mut array.items {
+                rule_strings(items);
+            }
+        }
+        Schema::OneOf(one) => one.items.iter_mut().for_each(rule_strings),
+        Schema::AnyOf(any) => any.items.iter_mut().for_each(rule_strings),
+        Schema::AllOf(all) => all.items.iter_mut().for_each(rule_strings),
+        _ => {}
+    }
 }
 
 /// The problems that make validators or client generators refuse the document, or that leak

@@ -1,7 +1,17 @@
 //! JSON Schema fragments for rules the server checks, so the document states them exactly and
 //! clients and fuzzers can tell a valid request from an invalid one without asking the server.
 
-use utoipa::openapi::schema::{Object, ObjectBuilder, SchemaType, Type};
+use utoipa::openapi::{
+    RefOr,
+    schema::{AnyOfBuilder, KnownFormat, Object, ObjectBuilder, Schema, SchemaFormat, SchemaType, Type},
+};
+
+/// Text that is not blank once trimmed: a character that is neither white space (as the
+/// server trims it, U+0085 included) nor NUL, anywhere in text without NUL.
+pub const NOT_BLANK: &str = r"^[^\u0000]*[^\s\u0085\u0000][^\u0000]*$";
+
+/// Any text without NUL characters (no database stores them).
+pub const NO_NUL: &str = r"^[^\u0000]*$";
 
 /// What `validate::email` accepts (one `@`, something before it, a dotted domain after it that
 /// neither starts nor ends with a dot, no spaces), or the empty string. No NUL anywhere
@@ -20,4 +30,142 @@ pub fn email() -> Object {
 /// A shop's e-mail address or `""`; `null` keeps the stored one.
 pub fn shop_email() -> Object {
     email_builder().description(Some("An e-mail address, or `\"\"`; `null` or omitted keeps the stored value.")).build()
+}
+
+/// `start_date` / `end_date` of the appointment list: a calendar date or an RFC 3339 date-time.
+pub fn date_or_date_time() -> RefOr<Schema> {
+    let string = |format| ObjectBuilder::new().schema_type(Type::String).format(Some(SchemaFormat::KnownFormat(format))).build();
+    AnyOfBuilder::new()
+        .item(string(KnownFormat::Date))
+        .item(string(KnownFormat::DateTime))
+        .description(Some("`YYYY-MM-DD` or an RFC 3339 date-time"))
+        .into()
+}
+
+/// The largest amount of money a body takes (`body::MONEY_LIMIT_CENTS` in units).
+const MONEY_MAX: f64 = 9_999_999_999_999.99;
+
+fn money_builder(nullable: bool) -> ObjectBuilder {
+    let schema_type = if nullable { SchemaType::from_iter([Type::Number, Type::Null]) } else { SchemaType::Type(Type::Number) };
+    ObjectBuilder::new().schema_type(schema_type).multiple_of(Some(0.01)).maximum(Some(MONEY_MAX))
+}
+
+/// An amount: more than 0, at most two decimals.
+pub fn amount() -> Object {
+    money_builder(false).exclusive_minimum(Some(0.0)).description(Some("More than 0, at most two decimals.")).build()
+}
+
+/// A customer's credit limit: not negative, at most two decimals; `null` for none.
+pub fn credit_limit() -> Object {
+    money_builder(true).minimum(Some(0.0)).description(Some("Not negative, at most two decimals; `null` for none.")).build()
+}
+
+/// `extension`: a string or a number (returned as a string), at most 255 characters.
+pub fn text_or_number() -> Object {
+    ObjectBuilder::new()
+        .schema_type(SchemaType::from_iter([Type::String, Type::Number, Type::Null]))
+        .max_length(Some(255))
+        .description(Some("A string or a number; returned as a string."))
+        .build()
+}
+
+/// An appointment `date` as the server reads it (`appointments::timing::parse_schedule`): a real
+/// calendar date in the years 1900 to 2200 as written, then either a local time (`T` or a
+/// space, `HH:MM`, optional seconds and fraction) or an RFC 3339 time with its offset.
+pub fn appointment_date() -> Object {
+    // Leap years from 1900 to 2200: every fourth, but not 1900, 2100 or 2200.
+    let leap_year = "(19(0[48]|[2468][048]|[13579][26])|20([02468][048]|[13579][26])|21(0[48]|[2468][048]|[13579][26]))";
+    let year = "(19[0-9]{2}|2[01][0-9]{2}|2200)";
+    let month_day = "((0[13578]|1[02])-(0[1-9]|[12][0-9]|3[01])|(0[469]|11)-(0[1-9]|[12][0-9]|30)|02-(0[1-9]|1[0-9]|2[0-8]))";
+    let date = format!("({year}-{month_day}|{leap_year}-02-29)");
+    let (hh_mm, ss, fraction) = ("([01][0-9]|2[0-3]):[0-5][0-9]", ":[0-5][0-9]", r"(\.[0-9]{1,9})?");
+    let offset = "([Zz]|[+-]([01][0-9]|2[0-3]):[0-5][0-9])";
+    let pattern = format!("^{date}([T ]{hh_mm}({ss}{fraction})?|[Tt ]{hh_mm}{ss}{fraction}{offset})$");
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .pattern(Some(pattern))
+        .examples(["2024-07-09T08:30:00-05:00", "2024-07-09 08:30"])
+        .description(Some(
+            "RFC 3339 with an offset or `Z` (`2024-07-09T08:30:00-05:00`), or a local date-time without offset \
+             (`2024-07-09T08:30:00`, `2024-07-09 08:30`) read in the shop's time zone, in the years 1900 to 2200. \
+             A local time skipped by a daylight-saving change moves forward by the change (02:30 becomes 03:30); \
+             a repeated one takes its first occurrence.",
+        ))
+        .build()
+}
+
+/// The published patterns accept what the server accepts: strings drawn from each pattern pass
+/// the server's own check, and for the simple rules the two agree on arbitrary text.
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    fn pattern(schema: &str, property: &str) -> String {
+        static DOC: std::sync::LazyLock<serde_json::Value> =
+            std::sync::LazyLock::new(|| serde_json::to_value(crate::app::openapi_document()).unwrap());
+        DOC["components"]["schemas"][schema]["properties"][property]["pattern"].as_str().unwrap().to_owned()
+    }
+
+    /// The pattern in the Rust regex dialect (`\uXXXX` is ECMA-262's and Python's spelling).
+    fn compile(pattern: &str) -> regex::Regex {
+        regex::Regex::new(&pattern.replace(r"\u0000", r"\x00").replace(r"\u0085", r"\x{85}")).unwrap()
+    }
+
+    fn drawn_from(pattern: &str) -> impl Strategy<Value = String> {
+        let dialect = pattern.replace(r"\u0000", r"\x00").replace(r"\u0085", r"\x{85}");
+        proptest::string::string_regex(dialect.trim_start_matches('^').trim_end_matches('$')).unwrap()
+    }
+
+    #[test]
+    fn appointment_dates_agree_on_edges() {
+        use crate::appointments::timing::parse_schedule;
+        let re = compile(&pattern("AppointmentInput", "date"));
+        for (raw, ok) in [
+            ("2024-02-29T10:00:00Z", true),
+            ("2000-02-29 10:00", true),
+            ("2200-12-31T23:59:59.123456789-05:00", true),
+            ("1900-01-01t00:00:00+01:00", true),
+            ("2024-07-09T08:30", true),
+            ("1900-02-29 10:00", false),
+            ("2100-02-29 10:00", false),
+            ("2023-02-29T10:00:00Z", false),
+            ("2024-04-31 10:00", false),
+            ("1899-12-31T23:59:59Z", false),
+            ("2201-01-01 00:00", false),
+            ("2024-07-09T08:30Z", false),
+            ("2024-07-09t08:30", false),
+            ("2024-07-09", false),
+            ("2024-07-09T24:00", false),
+        ] {
+            assert_eq!(re.is_match(raw), ok, "pattern on {raw}");
+            assert_eq!(parse_schedule(raw, chrono_tz::America::Chicago).is_some(), ok, "server on {raw}");
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+
+        #[test]
+        fn every_patterned_date_is_accepted(raw in drawn_from(&pattern("AppointmentInput", "date"))) {
+            prop_assert!(crate::appointments::timing::parse_schedule(&raw, chrono_tz::Australia::Sydney).is_some(), "{}", raw);
+        }
+
+        #[test]
+        fn every_patterned_webhook_url_is_accepted(raw in drawn_from(&pattern("WebhookInput", "url"))) {
+            prop_assume!(raw.len() <= 2048);
+            prop_assert!(crate::webhooks::model::check_url(&raw, true).is_ok(), "{}", raw);
+        }
+
+        #[test]
+        fn emails_agree(raw in "[a@. \t\u{85}\u{3000}x.-]{0,12}") {
+            let re = compile(&pattern("AppointmentInput", "email"));
+            prop_assert_eq!(re.is_match(&raw), raw.is_empty() || crate::validate::is_email(&raw), "{:?}", raw);
+        }
+
+        #[test]
+        fn not_blank_agrees_with_trimming(raw in "[a \t\u{85}\u{a0}\u{3000}\u{feff}\u{0}]{0,6}") {
+            let re = compile(&pattern("BayInput", "title"));
+            prop_assert_eq!(re.is_match(&raw), !raw.trim().is_empty() && !raw.contains('\0'), "{:?}", raw);
+        }
+    }
 }

@@ -142,12 +142,9 @@ pub struct AppointmentInput {
     #[serde(default)]
     #[schema(value_type = i64, required = true, nullable = false)]
     pub shop_id: Patch<i64>,
-    /// RFC 3339 with an offset or `Z` (`2024-07-09T08:30:00-05:00`), or a local date-time without
-    /// offset (`2024-07-09T08:30:00`, `2024-07-09 08:30`) read in the shop's time zone, in the
-    /// years 1900 to 2200. A local time skipped by a daylight-saving change moves forward by the
-    /// change (02:30 becomes 03:30); a repeated one takes its first occurrence.
+    /// When it starts (see the schema for the accepted forms).
     #[serde(default)]
-    #[schema(value_type = String, required = true, nullable = false)]
+    #[schema(required = true, schema_with = crate::schemas::appointment_date)]
     pub date: Patch<String>,
     /// Four digits.
     #[serde(default)]
@@ -268,31 +265,33 @@ pub struct AppointmentListParams {
     #[param(rename = "filter[model]")]
     filter_model: Option<String>,
     /// Shop-local calendar date of the start, `YYYY-MM-DD`.
-    #[param(rename = "filter[date]", pattern = r"^([0-9]{4}-[0-9]{2}-[0-9]{2})?$")]
+    #[param(rename = "filter[date]", value_type = Option<chrono::NaiveDate>)]
     filter_date: Option<String>,
     /// Shop-local start time: `HH:MM` (any second of that minute) or `HH:MM:SS`.
-    #[param(rename = "filter[time]", pattern = r"^([0-9]{2}:[0-9]{2}(:[0-9]{2})?)?$")]
+    #[param(rename = "filter[time]", pattern = r"^([01][0-9]|2[0-3]):[0-5][0-9](:[0-5][0-9])?$")]
     filter_time: Option<String>,
     /// `complete`, `incomplete` or `both` (default).
-    #[param(rename = "filter[status]", pattern = r"^(complete|incomplete|both)?$")]
+    #[param(rename = "filter[status]", pattern = r"^(complete|incomplete|both)$")]
     filter_status: Option<String>,
     /// Deleted appointments: `with` includes them, `only` lists nothing else. Absent: lists
     /// leave them out. Any other value, the empty one included, is a 422.
     #[param(rename = "filter[trashed]", pattern = r"^(with|only)$")]
     filter_trashed: Option<String>,
     /// Last updated on this UTC day, `YYYY-MM-DD`.
-    #[param(rename = "filter[updated_date]", pattern = r"^([0-9]{4}-[0-9]{2}-[0-9]{2})?$")]
+    #[param(rename = "filter[updated_date]", value_type = Option<chrono::NaiveDate>)]
     filter_updated_date: Option<String>,
     /// One shop; omitted means every shop of the company the key may see.
     #[param(rename = "filter[shop_id]")]
     filter_shop_id: Option<i64>,
     /// Inclusive lower bound: `YYYY-MM-DD` or RFC 3339. See `filter_by`.
+    #[param(schema_with = crate::schemas::date_or_date_time)]
     start_date: Option<String>,
     /// Inclusive upper bound: `YYYY-MM-DD` (the whole day) or RFC 3339. See `filter_by`.
+    #[param(schema_with = crate::schemas::date_or_date_time)]
     end_date: Option<String>,
     /// `appointment_start` or `appointment_end`: the range applies to the scheduled start or
     /// end, and a date-only bound is a day in each shop's own time zone. Absent: the range
     /// applies to the creation time and a date-only bound is a UTC day.
-    #[param(pattern = r"^(appointment_start|appointment_end)?$")]
+    #[param(pattern = r"^(appointment_start|appointment_end)$")]
     filter_by: Option<String>,
 }

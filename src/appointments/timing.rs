@@ -15,16 +15,20 @@ pub const MAX_DURATION_MICROS: i64 = 24 * 3_600_000_000;
 pub const YEARS: std::ops::RangeInclusive<i32> = 1900..=2200;
 
 /// An appointment `date`: RFC 3339 with an offset or `Z`, or a local date-time without offset
-/// read in `tz` (seconds and fractions optional, `T` or a space between date and time), within
-/// [`YEARS`].
+/// read in `tz` (seconds and fractions optional, `T` or a space between date and time), whose
+/// year as written is within [`YEARS`] (so the document's pattern can state the rule exactly).
 pub fn parse_schedule(raw: &str, tz: Tz) -> Option<DateTime<Utc>> {
+    use chrono::Datelike;
     let raw = raw.trim();
     const LOCAL: [&str; 4] = ["%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%d %H:%M:%S%.f", "%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M"];
-    let at = match DateTime::parse_from_rfc3339(raw) {
-        Ok(t) => t.with_timezone(&Utc),
-        Err(_) => LOCAL.iter().find_map(|f| NaiveDateTime::parse_from_str(raw, f).ok()).map(|local| local_to_utc(tz, local))?,
+    let (written_year, at) = match DateTime::parse_from_rfc3339(raw) {
+        Ok(t) => (t.year(), t.with_timezone(&Utc)),
+        Err(_) => {
+            let local = LOCAL.iter().find_map(|f| NaiveDateTime::parse_from_str(raw, f).ok())?;
+            (local.year(), local_to_utc(tz, local))
+        }
     };
-    YEARS.contains(&chrono::Datelike::year(&at)).then_some(at)
+    YEARS.contains(&written_year).then_some(at)
 }
 
 /// `(YYYY-MM-DD, HH:MM:SS)` of an instant in `tz`.

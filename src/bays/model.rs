@@ -53,7 +53,13 @@ pub struct BayListParams {
     /// One shop; omitted means every shop of the company the key may see.
     #[param(rename = "filter[shop_id]")]
     filter_shop_id: Option<i64>,
-    /// `true` (default), `false`, or `null`/`all`/empty for both.
-    #[param(rename = "filter[active]")]
+    /// `true` (default), `false`, or `null`/`all`/empty for both (`1`/`0` too; case-insensitive).
+    #[param(rename = "filter[active]", schema_with = active_filter_schema)]
     filter_active: Option<String>,
+}
+
+/// `filter[active]` on bays: a boolean spelling, or `null`/`all` for active and inactive alike.
+fn active_filter_schema() -> utoipa::openapi::schema::Object {
+    use utoipa::openapi::schema::{ObjectBuilder, Type};
+    ObjectBuilder::new().schema_type(Type::String).enum_values(Some(["true", "false", "1", "0", "null", "all"])).build()
 }

@@ -143,155 +143,141 @@ pub struct CustomerVehicle {
     pub model: String,
 }
 
-/// Phone numbers in a request; each one is optional.
+/// Phone numbers in a request; each one is optional (`null` clears it).
 #[derive(Debug, Deserialize, ToSchema)]
 #[allow(dead_code)]
 pub struct PhoneInput {
+    #[schema(max_length = 255)]
     home: Option<String>,
+    #[schema(max_length = 255)]
     work: Option<String>,
+    #[schema(max_length = 255)]
     cell: Option<String>,
+    #[schema(max_length = 255)]
     fax: Option<String>,
 }
 
-/// Body of `POST /api/v1/customers`.
-// Documentation only: the body is read as `CustomerInput`, which applies the create rules; this
-// type tells clients which fields are required.
-#[derive(ToSchema)]
-#[allow(dead_code)]
-pub struct NewCustomer {
-    shop_id: i64,
-    /// May be empty.
-    business_name: String,
-    first_name: String,
-    last_name: String,
-    address: String,
-    city: String,
-    state: String,
-    zip: String,
-    /// `{home, work, cell, fax}`; wins over the deprecated fields.
-    phone: Option<PhoneInput>,
-    #[schema(deprecated)]
-    home_phone: Option<String>,
-    #[schema(deprecated)]
-    work_phone: Option<String>,
-    #[schema(deprecated)]
-    cell_phone: Option<String>,
-    #[schema(deprecated)]
-    fax: Option<String>,
-    /// An e-mail address; null or empty for none.
-    email: Option<String>,
-    comments: Option<String>,
-    cell_provider: Option<String>,
-    /// Default true.
-    active: Option<bool>,
-    /// Default false.
-    tax_exempt: Option<bool>,
-    /// Default false.
-    allow_marketing: Option<bool>,
-    /// Money (at most two decimals, not negative).
-    credit_limit: Option<f64>,
-    /// A number or a string.
-    extension: Option<String>,
-    customer_type: Option<String>,
-    /// The customer's terms (same value as `terms`).
-    customer_pay_type: Option<String>,
-    terms: Option<String>,
-    /// Unique in the company when not empty.
-    customer_number: Option<String>,
+/// Body of `POST /api/v1/customers`: the update body with the fields create requires.
+// Documentation only: the body is read as `CustomerInput`, which applies the create rules. Its
+// schema is `CustomerInput`'s with the required list of a create, so the two never drift.
+pub struct NewCustomer;
+
+/// What create requires (decisions §6); PUT requires nothing.
+const CREATE_REQUIRES: [&str; 8] = ["shop_id", "business_name", "first_name", "last_name", "address", "city", "state", "zip"];
+
+impl utoipa::PartialSchema for NewCustomer {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        use utoipa::openapi::{RefOr, schema::Schema};
+        let mut schema = <CustomerInput as utoipa::PartialSchema>::schema();
+        if let RefOr::T(Schema::Object(object)) = &mut schema {
+            object.required = CREATE_REQUIRES.iter().map(|f| (*f).to_owned()).collect();
+            object.description = Some(
+                "Body of `POST /api/v1/customers`. Required: `shop_id`, `business_name` (may be empty), `first_name`, \
+                 `last_name`, `address`, `city`, `state`, `zip`. Phones may come in the `phone` object or the deprecated \
+                 fields; the object wins."
+                    .into(),
+            );
+        }
+        schema
+    }
 }
 
-/// Body of `POST /api/v1/customers` and `PUT /api/v1/customers/{CustomerID}`.
-///
-/// Create requires `shop_id, business_name, first_name, last_name, address, city, state, zip`
-/// (`business_name` may be empty). PUT requires nothing; omitted fields keep their value and
-/// read-only fields of the response (`customer_id`, `timestamp`, `updated_at`) are ignored.
-/// Phones may come in the `phone` object or the deprecated fields; the object wins.
+impl ToSchema for NewCustomer {
+    fn schemas(schemas: &mut Vec<(String, utoipa::openapi::RefOr<utoipa::openapi::schema::Schema>)>) {
+        <CustomerInput as ToSchema>::schemas(schemas);
+    }
+}
+
+/// Body of `PUT /api/v1/customers/{CustomerID}` (and, with the fields create requires, of
+/// `POST`). PUT requires nothing: omitted fields keep their value, and read-only fields of the
+/// response (`customer_id`, `timestamp`, `updated_at`) are ignored. `null` clears the optional
+/// fields; on the fields create requires, and on the booleans, it is a 422. Phones may come in
+/// the `phone` object or the deprecated fields; the object wins. Text is trimmed.
 #[derive(Debug, Default, Deserialize, ToSchema)]
 pub struct CustomerInput {
+    /// A shop the key may see.
     #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = Option<i64>)]
+    #[schema(value_type = i64)]
     pub shop_id: Option<Value>,
+    /// May be empty.
     #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = Option<String>)]
+    #[schema(value_type = String, max_length = 255)]
     pub business_name: Option<Value>,
     #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = Option<String>)]
+    #[schema(value_type = String, max_length = 255, pattern = r"\S")]
     pub first_name: Option<Value>,
     #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = Option<String>)]
+    #[schema(value_type = String, max_length = 255, pattern = r"\S")]
     pub last_name: Option<Value>,
     #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = Option<String>)]
+    #[schema(value_type = String, max_length = 255, pattern = r"\S")]
     pub address: Option<Value>,
     #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = Option<String>)]
+    #[schema(value_type = String, max_length = 255, pattern = r"\S")]
     pub city: Option<Value>,
     #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = Option<String>)]
+    #[schema(value_type = String, max_length = 255, pattern = r"\S")]
     pub state: Option<Value>,
     #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = Option<String>)]
+    #[schema(value_type = String, max_length = 255, pattern = r"\S")]
     pub zip: Option<Value>,
     /// `{home, work, cell, fax}`; wins over the deprecated fields.
     #[serde(default, deserialize_with = "present")]
     #[schema(value_type = Option<PhoneInput>)]
     pub phone: Option<Value>,
     #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = Option<String>, deprecated)]
+    #[schema(value_type = Option<String>, max_length = 255, deprecated)]
     pub home_phone: Option<Value>,
     #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = Option<String>, deprecated)]
+    #[schema(value_type = Option<String>, max_length = 255, deprecated)]
     pub work_phone: Option<Value>,
     #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = Option<String>, deprecated)]
+    #[schema(value_type = Option<String>, max_length = 255, deprecated)]
     pub cell_phone: Option<Value>,
     #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = Option<String>, deprecated)]
+    #[schema(value_type = Option<String>, max_length = 255, deprecated)]
     pub fax: Option<Value>,
-    /// An e-mail address; null or empty for none.
     #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = Option<String>)]
+    #[schema(schema_with = crate::schemas::email)]
     pub email: Option<Value>,
     #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = Option<String>)]
+    #[schema(value_type = Option<String>, max_length = 10000)]
     pub comments: Option<Value>,
     #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = Option<String>)]
+    #[schema(value_type = Option<String>, max_length = 255)]
     pub cell_provider: Option<Value>,
     /// Default true.
     #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = Option<bool>)]
+    #[schema(value_type = bool)]
     pub active: Option<Value>,
     /// Default false.
     #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = Option<bool>)]
+    #[schema(value_type = bool)]
     pub tax_exempt: Option<Value>,
     /// Default false.
     #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = Option<bool>)]
+    #[schema(value_type = bool)]
     pub allow_marketing: Option<Value>,
-    /// Money (at most two decimals, not negative); null clears it.
     #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = Option<f64>)]
+    #[schema(schema_with = crate::schemas::credit_limit)]
     pub credit_limit: Option<Value>,
-    /// A number or a string.
     #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = Option<String>)]
+    #[schema(schema_with = crate::schemas::text_or_number)]
     pub extension: Option<Value>,
     #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = Option<String>)]
+    #[schema(value_type = Option<String>, max_length = 255)]
     pub customer_type: Option<Value>,
     /// The customer's terms (same value as `terms`; when both are sent they must match).
     #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = Option<String>)]
+    #[schema(value_type = Option<String>, max_length = 255)]
     pub customer_pay_type: Option<Value>,
     /// Same value as `customer_pay_type`.
     #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = Option<String>)]
+    #[schema(value_type = Option<String>, max_length = 255)]
     pub terms: Option<Value>,
     /// Unique in the company when not empty.
     #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = Option<String>)]
+    #[schema(value_type = Option<String>, max_length = 255)]
     pub customer_number: Option<Value>,
 }
 
@@ -324,13 +310,13 @@ pub struct CustomerListParams {
     #[param(rename = "filter[address]")]
     filter_address: Option<String>,
     /// Digits only (`(555) 010-2030` = `5550102030`), a substring of any of the four phones.
-    #[param(rename = "filter[phone]")]
+    #[param(rename = "filter[phone]", pattern = r"^[^\u0000]*[0-9][^\u0000]*$")]
     filter_phone: Option<String>,
     /// Exact.
     #[param(rename = "filter[customer_number]")]
     filter_customer_number: Option<String>,
     /// `YYYY-MM-DD`: last updated on that UTC day.
-    #[param(rename = "filter[updated_date]")]
+    #[param(rename = "filter[updated_date]", value_type = Option<chrono::NaiveDate>)]
     filter_updated_date: Option<String>,
     /// One shop; omitted means every shop of the company the key may see.
     #[param(rename = "filter[shop_id]")]

@@ -53,6 +53,30 @@ pub const TYPES: [&str; 18] = [
     "api_key.revoked",
 ];
 
+/// Every value an event type selector takes: an exact type, or a resource's wildcard
+/// (`appointment.*`).
+pub fn type_selectors() -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for t in TYPES {
+        let wildcard = format!("{}.*", t.split('.').next().unwrap_or(t));
+        if !out.contains(&wildcard) {
+            out.push(wildcard);
+        }
+        out.push(t.to_owned());
+    }
+    out
+}
+
+/// `filter[type]`: comma-separated selectors, as a pattern built from the known types.
+pub fn type_filter_schema() -> utoipa::openapi::schema::Object {
+    let one = type_selectors().iter().map(|s| s.replace('.', r"\.").replace('*', r"\*")).collect::<Vec<_>>().join("|");
+    utoipa::openapi::schema::ObjectBuilder::new()
+        .schema_type(utoipa::openapi::schema::Type::String)
+        .pattern(Some(format!("^({one})(,({one}))*$")))
+        .description(Some("Comma-separated event types; `appointment.*` selects every type of a resource."))
+        .build()
+}
+
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(list_events)).routes(routes!(stream::stream_events))
 }
@@ -107,7 +131,7 @@ struct EventParams {
     #[param(minimum = 1, maximum = 1000)]
     limit: Option<i64>,
     /// Comma-separated event types; `appointment.*` selects every type of a resource.
-    #[param(rename = "filter[type]", pattern = r"^[a-z_]+\.([a-z_]+|\*)(,[a-z_]+\.([a-z_]+|\*))*$")]
+    #[param(rename = "filter[type]", schema_with = type_filter_schema)]
     filter_type: Option<String>,
     /// One shop's events.
     #[param(rename = "filter[shop_id]")]

@@ -47,6 +47,21 @@ pub struct StreamMessage {
     data: String,
 }
 
+/// Query parameters of `GET /api/v1/events/stream`.
+#[derive(utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+#[allow(dead_code)]
+struct StreamParams {
+    /// An event id to continue after.
+    #[param(pattern = r"^evt_[0-9a-f]{32}$")]
+    after: Option<String>,
+    #[param(rename = "filter[type]", schema_with = super::type_filter_schema)]
+    filter_type: Option<String>,
+    /// One shop's events.
+    #[param(rename = "filter[shop_id]")]
+    filter_shop_id: Option<i64>,
+}
+
 /// The live event stream.
 ///
 /// The feed of `GET /api/v1/events` as `text/event-stream`: each event is sent with `id:` (the
@@ -55,10 +70,9 @@ pub struct StreamMessage {
 /// with the changes committed after it connected. A comment line is sent at least every 15 s.
 #[utoipa::path(get, path = "/api/v1/events/stream", tag = "events",
     params(
-        ("after" = Option<String>, Query, description = "An event id to continue after", pattern = r"^evt_[0-9a-f]{32}$"),
-        ("filter[type]" = Option<String>, Query, description = "Comma-separated event types; `appointment.*` selects every type of a resource"),
-        ("filter[shop_id]" = Option<i64>, Query, description = "One shop's events"),
-        ("Last-Event-ID" = Option<String>, Header, description = "The last event id received; overrides `after`"),
+        StreamParams,
+        ("Last-Event-ID" = Option<String>, Header, pattern = r"^(evt_[0-9a-f]{32})?$",
+            description = "The last event id received; overrides `after`. An empty value counts as absent."),
     ),
     responses((status = 200, content_type = "text/event-stream", body = StreamMessage, description = "A stream of events, one message each"),
         (status = 400, body = Problem, description = "Unknown filter"),

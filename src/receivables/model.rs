@@ -77,26 +77,25 @@ pub struct ReceivableInput {
     #[schema(value_type = i64, required = true)]
     #[serde(default, deserialize_with = "present")]
     pub shop_id: Option<Value>,
-    #[schema(value_type = String, required = true)]
+    #[schema(value_type = String, required = true, max_length = 255, pattern = r"\S")]
     #[serde(default, deserialize_with = "present")]
     pub reference: Option<Value>,
     #[schema(value_type = Option<i64>)]
     #[serde(default, deserialize_with = "present")]
     pub repair_order_id: Option<Value>,
     /// Invoice date, `YYYY-MM-DD`.
-    #[schema(value_type = String, required = true)]
+    #[schema(value_type = chrono::NaiveDate, required = true)]
     #[serde(default, deserialize_with = "present")]
     pub date: Option<Value>,
     /// `YYYY-MM-DD`, not before `date`.
-    #[schema(value_type = String, required = true)]
+    #[schema(value_type = chrono::NaiveDate, required = true)]
     #[serde(default, deserialize_with = "present")]
     pub due_date: Option<Value>,
     /// Posting date, `YYYY-MM-DD`; defaults to `date`.
-    #[schema(value_type = Option<String>)]
+    #[schema(value_type = Option<chrono::NaiveDate>)]
     #[serde(default, deserialize_with = "present")]
     pub actual_date: Option<Value>,
-    /// More than 0, at most two decimals.
-    #[schema(value_type = f64, required = true)]
+    #[schema(schema_with = crate::schemas::amount, required = true)]
     #[serde(default, deserialize_with = "present")]
     pub amount: Option<Value>,
 }
@@ -104,12 +103,12 @@ pub struct ReceivableInput {
 /// Body of `POST .../accounts_receivable/{id}/payments` (admin).
 #[derive(Debug, Default, Deserialize, ToSchema)]
 pub struct PaymentInput {
-    /// More than 0, at most the entry's balance, at most two decimals.
-    #[schema(value_type = f64, required = true)]
+    /// More than 0, at most two decimals, and at most the entry's balance.
+    #[schema(schema_with = crate::schemas::amount, required = true)]
     #[serde(default, deserialize_with = "present")]
     pub amount: Option<Value>,
     /// `YYYY-MM-DD`.
-    #[schema(value_type = String, required = true)]
+    #[schema(value_type = chrono::NaiveDate, required = true)]
     #[serde(default, deserialize_with = "present")]
     pub date: Option<Value>,
 }
@@ -133,24 +132,24 @@ pub struct ReceivableListParams {
     #[param(rename = "filter[paid]")]
     filter_paid: Option<bool>,
     /// Invoice date from.
-    #[param(rename = "filter[ar_date_start]")]
+    #[param(rename = "filter[ar_date_start]", value_type = Option<chrono::NaiveDate>)]
     filter_ar_date_start: Option<String>,
     /// Invoice date to.
-    #[param(rename = "filter[ar_date_end]")]
+    #[param(rename = "filter[ar_date_end]", value_type = Option<chrono::NaiveDate>)]
     filter_ar_date_end: Option<String>,
-    #[param(rename = "filter[ar_due_date_start]")]
+    #[param(rename = "filter[ar_due_date_start]", value_type = Option<chrono::NaiveDate>)]
     filter_ar_due_date_start: Option<String>,
-    #[param(rename = "filter[ar_due_date_end]")]
+    #[param(rename = "filter[ar_due_date_end]", value_type = Option<chrono::NaiveDate>)]
     filter_ar_due_date_end: Option<String>,
     /// Date of the latest payment from (entries without a payment never match).
-    #[param(rename = "filter[payment_date_start]")]
+    #[param(rename = "filter[payment_date_start]", value_type = Option<chrono::NaiveDate>)]
     filter_payment_date_start: Option<String>,
-    #[param(rename = "filter[payment_date_end]")]
+    #[param(rename = "filter[payment_date_end]", value_type = Option<chrono::NaiveDate>)]
     filter_payment_date_end: Option<String>,
     /// Posting date from.
-    #[param(rename = "filter[ar_actual_date_start]")]
+    #[param(rename = "filter[ar_actual_date_start]", value_type = Option<chrono::NaiveDate>)]
     filter_ar_actual_date_start: Option<String>,
-    #[param(rename = "filter[ar_actual_date_end]")]
+    #[param(rename = "filter[ar_actual_date_end]", value_type = Option<chrono::NaiveDate>)]
     filter_ar_actual_date_end: Option<String>,
     /// Exact.
     #[param(rename = "filter[reference]")]

@@ -46,41 +46,41 @@ impl From<ShipToRow> for ShipTo {
     }
 }
 
-/// Body of `POST` and `PUT` (the same): every field is required; `email` may be null, the
-/// phones and fax may be empty strings.
+/// Body of a ship-to's `POST` and `PUT` (the same): every field is required; `email` may be
+/// null or empty, the phones and fax may be empty strings. `number` is unique per customer.
 #[derive(Debug, Default, Deserialize, ToSchema)]
 pub struct ShipToInput {
-    #[schema(value_type = String, required = true)]
+    #[schema(value_type = String, required = true, max_length = 255, pattern = r"\S")]
     #[serde(default, deserialize_with = "present")]
     pub number: Option<Value>,
-    #[schema(value_type = String, required = true)]
+    #[schema(value_type = String, required = true, max_length = 255, pattern = r"\S")]
     #[serde(default, deserialize_with = "present")]
     pub name: Option<Value>,
-    #[schema(value_type = String, required = true)]
+    #[schema(value_type = String, required = true, max_length = 255, pattern = r"\S")]
     #[serde(default, deserialize_with = "present")]
     pub address: Option<Value>,
-    #[schema(value_type = String, required = true)]
+    #[schema(value_type = String, required = true, max_length = 255, pattern = r"\S")]
     #[serde(default, deserialize_with = "present")]
     pub city: Option<Value>,
-    #[schema(value_type = String, required = true)]
+    #[schema(value_type = String, required = true, max_length = 255, pattern = r"\S")]
     #[serde(default, deserialize_with = "present")]
     pub state: Option<Value>,
-    #[schema(value_type = String, required = true)]
+    #[schema(value_type = String, required = true, max_length = 255, pattern = r"\S")]
     #[serde(default, deserialize_with = "present")]
     pub zip: Option<Value>,
-    #[schema(value_type = Option<String>, required = true)]
+    #[schema(schema_with = crate::schemas::email, required = true)]
     #[serde(default, deserialize_with = "present")]
     pub email: Option<Value>,
-    #[schema(value_type = String, required = true)]
+    #[schema(value_type = String, required = true, max_length = 255)]
     #[serde(default, deserialize_with = "present")]
     pub work_phone: Option<Value>,
-    #[schema(value_type = String, required = true)]
+    #[schema(value_type = String, required = true, max_length = 255)]
     #[serde(default, deserialize_with = "present")]
     pub fax: Option<Value>,
-    #[schema(value_type = String, required = true)]
+    #[schema(value_type = String, required = true, max_length = 255)]
     #[serde(default, deserialize_with = "present")]
     pub home_phone: Option<Value>,
-    #[schema(value_type = String, required = true)]
+    #[schema(value_type = String, required = true, max_length = 255)]
     #[serde(default, deserialize_with = "present")]
     pub cell_phone: Option<Value>,
 }

@@ -38,14 +38,10 @@ pub fn router() -> OpenApiRouter<AppState> {
 
 const EMBEDS: [&str; 3] = ["hours", "bays", "sources"];
 
-/// The values of `with[]` on shop info.
-#[derive(utoipa::ToSchema)]
-#[schema(rename_all = "lowercase")]
-#[allow(dead_code)]
-enum ShopEmbed {
-    Hours,
-    Bays,
-    Sources,
+/// `with[]` on shop info: the lists to embed, each at most once.
+fn with_schema() -> utoipa::openapi::schema::Array {
+    use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, Type};
+    ArrayBuilder::new().items(ObjectBuilder::new().schema_type(Type::String).enum_values(Some(EMBEDS))).unique_items(true).build()
 }
 
 /// Query parameters of `GET /api/v1/settings/shop_info`.
@@ -57,7 +53,7 @@ struct ShopInfoParams {
     #[param(rename = "filter[shop_id]")]
     filter_shop_id: Option<i64>,
     /// Lists to embed in each shop (each at most once).
-    #[param(rename = "with[]", explode = true, inline, value_type = Option<Vec<ShopEmbed>>)]
+    #[param(rename = "with[]", explode = true, schema_with = with_schema)]
     with: Option<Vec<String>>,
 }
 

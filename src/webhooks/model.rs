@@ -57,19 +57,36 @@ impl From<WebhookRow> for Webhook {
 /// The body of `POST /api/v1/webhooks` and `PUT /api/v1/webhooks/{id}`.
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct WebhookInput {
-    /// Required. `https://` (or `http://`) URL; private and internal addresses are refused.
-    #[schema(example = "https://hooks.example.com/autoshop", max_length = 2048)]
+    /// An `https://` (or `http://`) URL with a host name or address; private and internal
+    /// addresses are refused unless the server allows them (`--webhook-allow-private`).
+    #[schema(required, nullable = false, example = "https://hooks.example.com/autoshop", max_length = 2048, pattern = r"^[Hh][Tt][Tt][Pp][Ss]?://([A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?\.)*[A-Za-z]([A-Za-z0-9-]*[A-Za-z0-9])?(:(6553[0-5]|655[0-2][0-9]|65[0-4][0-9]{2}|6[0-4][0-9]{3}|[1-5][0-9]{4}|[0-9]{1,4}))?([/?#][!-~]*)?$")]
     pub url: Option<String>,
-    /// Required: 1 to 50 distinct patterns.
-    #[schema(example = json!(["appointment.*"]))]
+    /// 1 to 50 distinct event types (`appointment.created`), resource wildcards
+    /// (`appointment.*`) or `*`.
+    #[schema(required, nullable = false, schema_with = event_patterns_schema)]
     pub events: Option<Vec<String>>,
     #[schema(max_length = 255)]
     pub description: Option<String>,
-    /// Limit to these shops (a key limited to shops must give a subset of its own).
+    /// Limit to these shops, 1 to 100 (a key limited to shops must give a subset of its own).
+    #[schema(min_items = 1, max_items = 100)]
     pub shop_ids: Option<Vec<i64>>,
     /// Default true on create; on update, omitted keeps the current value. Setting it back to
     /// true restarts the failure clock.
     pub enabled: Option<bool>,
+}
+
+/// `events` of a webhook body: distinct selectors among the event types, their resource
+/// wildcards and `*`.
+fn event_patterns_schema() -> utoipa::openapi::schema::Array {
+    use utoipa::openapi::schema::{ArrayBuilder, ObjectBuilder, Type};
+    let selectors = std::iter::once("*".to_owned()).chain(crate::events::type_selectors());
+    ArrayBuilder::new()
+        .items(ObjectBuilder::new().schema_type(Type::String).enum_values(Some(selectors)))
+        .min_items(Some(1))
+        .max_items(Some(MAX_EVENT_PATTERNS))
+        .unique_items(true)
+        .examples([serde_json::json!(["appointment.*"])])
+        .build()
 }
 
 /// One delivery of an event to a webhook, with the outcome of its latest attempt.
