@@ -95,6 +95,10 @@ fn accept_idempotency_key(op: &mut Operation) {
     op.responses.responses.entry("409".to_owned()).or_insert_with(|| {
         RefOr::T(problem_response("A request with the same Idempotency-Key is still running; retry after `Retry-After` seconds"))
     });
+    op.responses.responses.entry("400".to_owned()).or_insert_with(|| RefOr::T(problem_response("Malformed `Idempotency-Key` header")));
+    op.responses.responses.entry("422".to_owned()).or_insert_with(|| {
+        RefOr::T(problem_response("The `Idempotency-Key` was used with another request (method, path or body)"))
+    });
 }
 
 fn finish_operation(op: &mut Operation) {

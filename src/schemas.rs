@@ -152,8 +152,8 @@ mod tests {
 
         #[test]
         fn every_patterned_webhook_url_is_accepted(raw in drawn_from(&pattern("WebhookInput", "url"))) {
-            prop_assume!(raw.len() <= 2048);
-            prop_assert!(crate::webhooks::model::check_url(&raw, true).is_ok(), "{}", raw);
+            // (Nested repeats draw long strings; the length limit is `maxLength`'s, checked apart.)
+            prop_assert!(raw.len() > 2048 || crate::webhooks::model::check_url(&raw, true).is_ok(), "{}", raw);
         }
 
         #[test]

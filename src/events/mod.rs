@@ -125,7 +125,7 @@ pub struct EventPage {
 #[allow(dead_code)]
 struct EventParams {
     /// An event id: the feed continues after it. Omitted: from the oldest event kept.
-    #[param(pattern = r"^evt_[0-9a-f]{32}$")]
+    #[param(pattern = r"^evt_[0-7][0-9a-f]{15}[0-7][0-9a-f]{15}$")]
     after: Option<String>,
     /// Events per page, 1 to 1000.
     #[param(minimum = 1, maximum = 1000)]

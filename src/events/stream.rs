@@ -53,7 +53,7 @@ pub struct StreamMessage {
 #[allow(dead_code)]
 struct StreamParams {
     /// An event id to continue after.
-    #[param(pattern = r"^evt_[0-9a-f]{32}$")]
+    #[param(pattern = r"^evt_[0-7][0-9a-f]{15}[0-7][0-9a-f]{15}$")]
     after: Option<String>,
     #[param(rename = "filter[type]", schema_with = super::type_filter_schema)]
     filter_type: Option<String>,
@@ -71,7 +71,7 @@ struct StreamParams {
 #[utoipa::path(get, path = "/api/v1/events/stream", tag = "events",
     params(
         StreamParams,
-        ("Last-Event-ID" = Option<String>, Header, pattern = r"^(evt_[0-9a-f]{32})?$",
+        ("Last-Event-ID" = Option<String>, Header, nullable = false, pattern = r"^(evt_[0-7][0-9a-f]{15}[0-7][0-9a-f]{15})?$",
             description = "The last event id received; overrides `after`. An empty value counts as absent."),
     ),
     responses((status = 200, content_type = "text/event-stream", body = StreamMessage, description = "A stream of events, one message each"),

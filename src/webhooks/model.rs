@@ -59,7 +59,7 @@ impl From<WebhookRow> for Webhook {
 pub struct WebhookInput {
     /// An `https://` (or `http://`) URL with a host name or address; private and internal
     /// addresses are refused unless the server allows them (`--webhook-allow-private`).
-    #[schema(required, nullable = false, example = "https://hooks.example.com/autoshop", max_length = 2048, pattern = r"^[Hh][Tt][Tt][Pp][Ss]?://([A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?\.)*[A-Za-z]([A-Za-z0-9-]*[A-Za-z0-9])?(:(6553[0-5]|655[0-2][0-9]|65[0-4][0-9]{2}|6[0-4][0-9]{3}|[1-5][0-9]{4}|[0-9]{1,4}))?([/?#][!-~]*)?$")]
+    #[schema(required, nullable = false, example = "https://hooks.example.com/autoshop", max_length = 2048, pattern = r"^[Hh][Tt][Tt][Pp][Ss]?://([A-Za-z0-9]+(-[A-Za-z0-9]+)*\.)*[A-Za-z][A-Za-z0-9]*(-[A-Za-z0-9]+)*(:(6553[0-5]|655[0-2][0-9]|65[0-4][0-9]{2}|6[0-4][0-9]{3}|[1-5][0-9]{4}|[0-9]{1,4}))?([/?#][!-~]*)?$")]
     pub url: Option<String>,
     /// 1 to 50 distinct event types (`appointment.created`), resource wildcards
     /// (`appointment.*`) or `*`.

@@ -5,9 +5,10 @@ request that the OpenAPI document says is valid must be accepted, and a 422 is a
 every key of its `errors` map names a rule the document cannot state because it depends on what
 the server holds (an unknown or foreign id, a duplicate title, number or name, a balance, the key
 making the request, an Idempotency-Key used before), or on the server's own lists and settings
-(time zone names, private webhook addresses). Every such rule is listed below with its message,
+(time zone names, private webhook addresses), or compares two fields of one body (JSON Schema
+has no keyword for "after that other field"). Every such rule is listed below with its message,
 so a 422 for anything else (a format, a pattern, a length, an enum, a bound the document could
-have said) fails the run. docs/api.md ("The OpenAPI document") explains the list.
+have said) fails the run. docs/api.md ("The OpenAPI document and contract fuzzing") explains it.
 """
 
 import json
@@ -18,7 +19,7 @@ import urllib.request
 import schemathesis
 from schemathesis.core.failures import Failure, Severity
 
-# (error key, message) patterns of the rules that depend on stored data or server settings.
+# (error key, message) patterns of the rules the document cannot state.
 DATA_RULES = [
     # An id in a body naming no record of the caller's company (decisions §2).
     (r"shop_id", r"^The selected shop_id is invalid\.$"),
@@ -40,6 +41,11 @@ DATA_RULES = [
     (r"url", r"^A company may have at most"),
     # Private, loopback and internal webhook addresses, unless the server allows them.
     (r"url", r"private, loopback, link-local or internal address"),
+    # Comparisons between two fields of the body.
+    (r"hours\.\d+\.close", r"^The closing time must be after the opening time\.$"),
+    (r"hours\.\d+", r"^This interval overlaps another interval of the same day\.$"),
+    (r"due_date", r"^The due_date must be a date after or equal to date\.$"),
+    (r"terms", r"^The terms and customer_pay_type fields are the same value and must match\.$"),
 ]
 
 
