@@ -16,6 +16,7 @@ mod events_recorded;
 mod events_stream;
 mod idempotency;
 mod isolation;
+mod openapi;
 mod receiver;
 mod receivables;
 mod schema;
