@@ -56,6 +56,30 @@ pub fn complete(doc: &mut OpenApi) {
     // Relative: clients and tools resolve paths against the address they read the document from.
     doc.servers = Some(vec![Server::new("/")]);
     state_text_rules(doc);
+    reference_generic_items(doc);
+}
+
+/// utoipa inlines a generic argument (`Page<Appointment>`'s items are a copy of `Appointment`),
+/// so generated clients would have one class for a list's items and another for the record. An
+/// array property whose items equal a component becomes a reference to that component.
+fn reference_generic_items(doc: &mut OpenApi) {
+    let Some(components) = doc.components.as_mut() else { return };
+    let named: Vec<(String, serde_json::Value)> =
+        components.schemas.iter().map(|(name, schema)| (name.clone(), serde_json::to_value(schema).unwrap_or_default())).collect();
+    for schema in components.schemas.values_mut() {
+        let RefOr::T(Schema::Object(object)) = schema else { continue };
+        for property in object.properties.values_mut() {
+            let RefOr::T(Schema::Array(array)) = property else { continue };
+            let ArrayItems::RefOrSchema(items) = &mut array.items else { continue };
+            if matches!(**items, RefOr::Ref(_)) {
+                continue;
+            }
+            let inline = serde_json::to_value(&**items).unwrap_or_default();
+            if let Some((name, _)) = named.iter().find(|(_, schema)| *schema == inline) {
+                **items = RefOr::Ref(utoipa::openapi::Ref::from_schema_name(name.clone()));
+            }
+        }
+    }
 }
 
 /// Text in a request never holds NUL (the server refuses it: no database stores it), and a

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 use utoipa::{
     IntoParams, ToSchema,
-    openapi::schema::{Object, ObjectBuilder, SchemaType, Type},
+    openapi::schema::{ObjectBuilder, Type},
 };
 
 use super::{patch::Patch, store::AppointmentRow};
@@ -217,14 +217,16 @@ pub struct AppointmentInput {
     pub source: Patch<String>,
 }
 
-/// The `source` of a body: one of the enum's values; `null` (or omitting it on create) means `API`.
-pub fn nullable_source_schema() -> Object {
-    let values = APPOINTMENT_SOURCES.iter().map(|s| serde_json::Value::from(*s)).chain([serde_json::Value::Null]);
-    ObjectBuilder::new()
-        .schema_type(SchemaType::from_iter([Type::String, Type::Null]))
-        .enum_values(Some(values))
+/// The `source` of a body: one of the enum's values, or `null` (as omitting it on create) for
+/// `API`. A `oneOf` rather than an enum holding `null`, which client generators read as several
+/// copies of the enum.
+pub fn nullable_source_schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+    use utoipa::openapi::schema::OneOfBuilder;
+    OneOfBuilder::new()
+        .item(ObjectBuilder::new().schema_type(Type::String).enum_values(Some(APPOINTMENT_SOURCES)))
+        .item(ObjectBuilder::new().schema_type(Type::Null))
         .description(Some("Where the appointment comes from; `null` means `API`."))
-        .build()
+        .into()
 }
 
 /// Query parameters of `GET /api/v1/appointments`.
