@@ -142,6 +142,30 @@ mod tests {
         }
     }
 
+    #[test]
+    fn webhook_urls_agree_on_edges() {
+        let re = compile(&pattern("WebhookInput", "url"));
+        for (raw, ok) in [
+            ("https://hooks.example.com/x?y=1", true),
+            ("HTTP://1.2.3.4:65535/x", true),
+            ("http://a.b:0080#f", true),
+            ("http://256.1.1.1/", false),
+            ("http://01.2.3.4/", false),
+            ("http://a.b:00080/", false),
+            ("http://a.b:65536/", false),
+            ("http://a--b.example/", false),
+            ("http://a.123/", false),
+            ("http://a*/", false),
+            ("http://a.b /", false),
+            (" http://a.b/", false),
+            ("http://[::1]/", false),
+            ("ftp://a.b/", false),
+        ] {
+            assert_eq!(re.is_match(raw), ok, "pattern on {raw}");
+            assert_eq!(crate::webhooks::model::url_syntax_ok(raw), ok, "server on {raw}");
+        }
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
 
@@ -153,7 +177,14 @@ mod tests {
         #[test]
         fn every_patterned_webhook_url_is_accepted(raw in drawn_from(&pattern("WebhookInput", "url"))) {
             // (Nested repeats draw long strings; the length limit is `maxLength`'s, checked apart.)
-            prop_assert!(raw.len() > 2048 || crate::webhooks::model::check_url(&raw, true).is_ok(), "{}", raw);
+            use crate::webhooks::model::{check_url, url_syntax_ok};
+            prop_assert!(raw.len() > 2048 || (url_syntax_ok(&raw) && check_url(&raw, true).is_ok()), "{}", raw);
+        }
+
+        #[test]
+        fn webhook_url_syntax_agrees(raw in "(https?|HTTP)://[a1-9.:0*/ -]{0,14}") {
+            let re = compile(&pattern("WebhookInput", "url"));
+            prop_assert_eq!(re.is_match(&raw), crate::webhooks::model::url_syntax_ok(&raw), "{:?}", raw);
         }
 
         #[test]

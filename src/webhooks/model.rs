@@ -57,9 +57,10 @@ impl From<WebhookRow> for Webhook {
 /// The body of `POST /api/v1/webhooks` and `PUT /api/v1/webhooks/{id}`.
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct WebhookInput {
-    /// An `https://` (or `http://`) URL with a host name or address; private and internal
-    /// addresses are refused unless the server allows them (`--webhook-allow-private`).
-    #[schema(required, nullable = false, example = "https://hooks.example.com/autoshop", max_length = 2048, pattern = r"^[Hh][Tt][Tt][Pp][Ss]?://([A-Za-z0-9]+(-[A-Za-z0-9]+)*\.)*[A-Za-z][A-Za-z0-9]*(-[A-Za-z0-9]+)*(:(6553[0-5]|655[0-2][0-9]|65[0-4][0-9]{2}|6[0-4][0-9]{3}|[1-5][0-9]{4}|[0-9]{1,4}))?([/?#][!-~]*)?$")]
+    /// An `https://` (or `http://`) URL with a host name or an IPv4 address, an optional port
+    /// and an ASCII path; private and internal addresses are refused unless the server allows
+    /// them (`--webhook-allow-private`).
+    #[schema(required, schema_with = url_schema)]
     pub url: Option<String>,
     /// 1 to 50 distinct event types (`appointment.created`), resource wildcards
     /// (`appointment.*`) or `*`.
@@ -73,6 +74,63 @@ pub struct WebhookInput {
     /// Default true on create; on update, omitted keeps the current value. Setting it back to
     /// true restarts the failure clock.
     pub enabled: Option<bool>,
+}
+
+/// The syntax a webhook `url` must have when it is saved, as the document states it: `http` or
+/// `https` (any case), a host name whose labels are letters, digits and single inner hyphens
+/// (the last one starting with a letter) or a dotted IPv4 address, an optional port up to 65535,
+/// and printable ASCII after the host. [`url_syntax_ok`] is the same rule in code.
+pub const URL_PATTERN: &str = concat!(
+    r"^[Hh][Tt][Tt][Pp][Ss]?://",
+    r"(((25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])\.){3}(25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])",
+    r"|([A-Za-z0-9]+(-[A-Za-z0-9]+)*\.)*[A-Za-z][A-Za-z0-9]*(-[A-Za-z0-9]+)*)",
+    r"(:(6553[0-5]|655[0-2][0-9]|65[0-4][0-9]{2}|6[0-4][0-9]{3}|[1-5][0-9]{4}|[0-9]{1,4}))?",
+    r"([/?#][!-~]*)?$",
+);
+
+fn url_schema() -> utoipa::openapi::schema::Object {
+    use utoipa::openapi::schema::{ObjectBuilder, Type};
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .max_length(Some(MAX_URL_LEN))
+        .pattern(Some(URL_PATTERN))
+        .examples(["https://hooks.example.com/autoshop"])
+        .build()
+}
+
+/// Whether `raw` matches [`URL_PATTERN`] (checked when a webhook is saved, so the document and
+/// the server accept the same URLs; deliveries re-check only the address).
+pub fn url_syntax_ok(raw: &str) -> bool {
+    let Some((scheme, rest)) = raw.split_once("://") else { return false };
+    if !scheme.eq_ignore_ascii_case("http") && !scheme.eq_ignore_ascii_case("https") {
+        return false;
+    }
+    let (authority, tail) = rest.split_at(rest.find(['/', '?', '#']).unwrap_or(rest.len()));
+    if !tail.bytes().all(|b| (b'!'..=b'~').contains(&b)) {
+        return false;
+    }
+    let (host, port) = match authority.split_once(':') {
+        Some((host, port)) => (host, Some(port)),
+        None => (authority, None),
+    };
+    let port_ok = port.is_none_or(|p| {
+        (1..=5).contains(&p.len()) && p.bytes().all(|b| b.is_ascii_digit()) && !(p.len() == 5 && p.starts_with('0')) && p.parse::<u32>().is_ok_and(|n| n <= 65535)
+    });
+    port_ok && (is_dotted_ipv4(host) || is_host_name(host))
+}
+
+fn is_dotted_ipv4(host: &str) -> bool {
+    let parts: Vec<&str> = host.split('.').collect();
+    parts.len() == 4
+        && parts.iter().all(|p| {
+            (1..=3).contains(&p.len()) && p.bytes().all(|b| b.is_ascii_digit()) && !(p.len() > 1 && p.starts_with('0')) && p.parse::<u16>().is_ok_and(|n| n <= 255)
+        })
+}
+
+fn is_host_name(host: &str) -> bool {
+    let label_ok = |l: &str| !l.is_empty() && l.split('-').all(|part| !part.is_empty() && part.bytes().all(|b| b.is_ascii_alphanumeric()));
+    let labels: Vec<&str> = host.split('.').collect();
+    labels.iter().all(|l| label_ok(l)) && labels.last().is_some_and(|l| l.as_bytes()[0].is_ascii_alphabetic())
 }
 
 /// `events` of a webhook body: distinct selectors among the event types, their resource
@@ -170,9 +228,13 @@ pub fn read(
     allow_private: bool,
 ) -> Result<WebhookFields, ApiError> {
     let mut errors = FieldErrors::default();
-    let url = match input.url.as_deref().map(str::trim) {
+    let url = match input.url.as_deref() {
         None | Some("") => {
             errors.add("url", "The url field is required.");
+            String::new()
+        }
+        Some(raw) if raw.len() <= MAX_URL_LEN && !url_syntax_ok(raw) => {
+            errors.add("url", "The url must be an http:// or https:// URL with a host name or an IPv4 address (see the schema's pattern).");
             String::new()
         }
         Some(raw) => check_url(raw, allow_private).map(|u| u.to_string()).unwrap_or_else(|message| {
