@@ -78,8 +78,9 @@ pub fn openapi_document() -> utoipa::openapi::OpenApi {
 pub fn build(db: Db, config: AppConfig) -> Router {
     let state = AppState::new(db, config);
     let (api, doc) = api_routes().split_for_parts();
-    // Layers run outside in: the key is checked, then the Idempotency-Key.
+    // Layers run outside in: the key is checked, then the Idempotency-Key, then If-None-Match.
     let api = api
+        .route_layer(middleware::from_fn(crate::conditional::not_modified))
         .route_layer(middleware::from_fn_with_state(state.clone(), crate::idempotency::middleware))
         .route_layer(middleware::from_fn_with_state(state.clone(), auth::require_key));
     let doc = openapi::finish(doc);

@@ -267,3 +267,37 @@ impl Tx {
         }
     }
 }
+
+/// Where a store reads one row: the database, or an open transaction, where the row is locked
+/// until commit (`FOR UPDATE` on PostgreSQL; SQLite's one writer runs transactions one at a
+/// time already), so a check made on it holds for the write that follows.
+pub enum Reader<'a> {
+    Db(&'a Db),
+    Locked(&'a mut Tx),
+}
+
+impl Reader<'_> {
+    pub async fn fetch_optional<T: FromRow>(self, mut q: Query) -> Result<Option<T>, DbError> {
+        match self {
+            Reader::Db(db) => db.fetch_optional(&q).await,
+            Reader::Locked(tx) => {
+                if matches!(tx, Tx::Postgres(_)) {
+                    q.push(" FOR UPDATE");
+                }
+                tx.fetch_optional(&q).await
+            }
+        }
+    }
+}
+
+impl<'a> From<&'a Db> for Reader<'a> {
+    fn from(db: &'a Db) -> Self {
+        Reader::Db(db)
+    }
+}
+
+impl<'a> From<&'a mut Tx> for Reader<'a> {
+    fn from(tx: &'a mut Tx) -> Self {
+        Reader::Locked(tx)
+    }
+}

@@ -22,6 +22,7 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 use crate::{
     auth::{Admin, Caller, parse_shop_list},
     change::Change,
+    conditional::{IfMatch, One},
     db::{DbError, ShopFilter, Tx},
     error::{ApiError, Problem},
     events::{Event, store::EventRow},
@@ -85,15 +86,16 @@ async fn create_webhook(State(state): State<AppState>, Admin(caller): Admin, Jso
     let location = format!("/api/v1/webhooks/{}", webhook.id);
     // A repeat never gets the secret again: its answer has `secret: null`.
     change.replay_as(StatusCode::CREATED, Some(&location), &crate::api_keys::with_null(&webhook, "secret"))?;
+    let tag = crate::conditional::etag_of(&webhook)?;
     webhook.secret = Some(secret);
-    change.commit_created(location, webhook).await
+    Ok(crate::conditional::with_etag(change.commit_created(location, webhook).await?, &tag))
 }
 
 /// Get a webhook (admin). The secret is never shown again.
 #[utoipa::path(get, path = "/api/v1/webhooks/{id}", tag = "webhooks", params(("id" = i64, Path)),
     responses((status = 200, body = Webhook, description = "The webhook"), (status = 404, body = Problem, description = "No such webhook")))]
-async fn get_webhook(State(state): State<AppState>, Admin(caller): Admin, Path(id): Path<String>) -> Result<Json<Webhook>, ApiError> {
-    Ok(Json(visible(&state, &caller, &id).await?.into()))
+async fn get_webhook(State(state): State<AppState>, Admin(caller): Admin, Path(id): Path<String>) -> Result<One<Webhook>, ApiError> {
+    Ok(One(visible(&state, &caller, &id).await?.into()))
 }
 
 /// Replace a webhook's settings (admin): the create body, plus `enabled`. Enabling a disabled
@@ -105,23 +107,26 @@ async fn update_webhook(
     State(state): State<AppState>,
     Admin(caller): Admin,
     Path(id): Path<String>,
+    if_match: IfMatch,
     JsonBody(input): JsonBody<WebhookInput>,
-) -> Result<Json<Webhook>, ApiError> {
+) -> Result<One<Webhook>, ApiError> {
     let current = visible(&state, &caller, &id).await?;
     let shops = known_shops(&state, &caller, input.shop_ids.as_deref()).await?;
     let fields = model::read(input, Some(&current), &caller, &shops, state.config.webhook_allow_private)?;
     let mut change = Change::begin(&state.db, caller.company_id).await?;
+    if_match.verify::<Webhook, _>(&current, store::find(change.tx(), caller.company_id, current.id)).await?;
     let row = store::update(change.tx(), caller.company_id, current.id, &fields).await?.ok_or_else(|| ApiError::not_found("Webhook"))?;
     change.commit().await?;
-    Ok(Json(row.into()))
+    Ok(One(row.into()))
 }
 
 /// Delete a webhook and its delivery log (admin). Nothing more is sent to it.
 #[utoipa::path(delete, path = "/api/v1/webhooks/{id}", tag = "webhooks", params(("id" = i64, Path)),
     responses((status = 204, description = "Deleted"), (status = 404, body = Problem, description = "No such webhook")))]
-async fn delete_webhook(State(state): State<AppState>, Admin(caller): Admin, Path(id): Path<String>) -> Result<StatusCode, ApiError> {
+async fn delete_webhook(State(state): State<AppState>, Admin(caller): Admin, Path(id): Path<String>, if_match: IfMatch) -> Result<StatusCode, ApiError> {
     let current = visible(&state, &caller, &id).await?;
     let mut change = Change::begin(&state.db, caller.company_id).await?;
+    if_match.verify::<Webhook, _>(&current, store::find(change.tx(), caller.company_id, current.id)).await?;
     if !store::delete(change.tx(), caller.company_id, current.id).await? {
         return Err(ApiError::not_found("Webhook"));
     }

@@ -4,7 +4,7 @@
 //! skip rows another replica has locked (`FOR UPDATE SKIP LOCKED`), so each attempt is made by
 //! one replica; SQLite has one writer in one process and needs no lock clause.
 
-use crate::db::{Db, DbError, FromRow, Query, Tx, now_micros, page::{PageRequest, fetch_page}};
+use crate::db::{Db, DbError, FromRow, Query, Reader, Tx, now_micros, page::{PageRequest, fetch_page}};
 
 #[derive(Debug, Clone, FromRow)]
 pub struct WebhookRow {
@@ -37,8 +37,8 @@ pub async fn all(db: &Db, company_id: i64) -> Result<Vec<WebhookRow>, DbError> {
     db.fetch_all(&Query::new(format!("SELECT {COLUMNS} FROM webhooks WHERE company_id = $1 ORDER BY id")).bind(company_id)).await
 }
 
-pub async fn find(db: &Db, company_id: i64, id: i64) -> Result<Option<WebhookRow>, DbError> {
-    db.fetch_optional(&Query::new(format!("SELECT {COLUMNS} FROM webhooks WHERE company_id = $1 AND id = $2")).bind(company_id).bind(id))
+pub async fn find(from: impl Into<Reader<'_>>, company_id: i64, id: i64) -> Result<Option<WebhookRow>, DbError> {
+    from.into().fetch_optional(Query::new(format!("SELECT {COLUMNS} FROM webhooks WHERE company_id = $1 AND id = $2")).bind(company_id).bind(id))
         .await
 }
 
