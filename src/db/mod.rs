@@ -259,6 +259,20 @@ impl Tx {
         }
     }
 
+    /// Runs `last`'s statements and commits. On SQLite they run on the writer thread in the
+    /// commit's own hand-off (each statement of a `Tx` otherwise costs one); on PostgreSQL they
+    /// are sent one by one before `COMMIT`.
+    pub async fn commit_with<F: Finish>(mut self, last: F) -> Result<F::Output, DbError> {
+        match self {
+            Tx::Sqlite(tx) => tx.commit_with(move |conn| last.run_blocking(conn)).await,
+            Tx::Postgres(_) => {
+                let out = last.run(&mut self).await?;
+                self.commit().await?;
+                Ok(out)
+            }
+        }
+    }
+
     /// Commits; on SQLite, answered once the group holding this transaction is on disk.
     pub async fn commit(self) -> Result<(), DbError> {
         match self {
@@ -266,6 +280,16 @@ impl Tx {
             Tx::Postgres(tx) => Ok(tx.commit().await?),
         }
     }
+}
+
+/// The last statements of a transaction, written for both ways of running them (see
+/// [`Tx::commit_with`]).
+pub trait Finish: Send + 'static {
+    type Output: Send + 'static;
+    /// On SQLite's writer thread, with its connection.
+    fn run_blocking(self, conn: &rusqlite::Connection) -> Result<Self::Output, DbError>;
+    /// Statement by statement on an open transaction (PostgreSQL).
+    fn run(self, tx: &mut Tx) -> impl std::future::Future<Output = Result<Self::Output, DbError>> + Send;
 }
 
 /// Where a store reads one row: the database, or an open transaction, where the row is locked

@@ -115,7 +115,12 @@ pub async fn reserve(db: &Db, scope: &KeyScope, fingerprint: &str, now: i64, lea
 /// Stores the response inside the write's transaction. `false` when the reservation is no
 /// longer this request's (its lease ran out and a retry took it over): the write must not commit.
 pub async fn complete(tx: &mut Tx, scope: &KeyScope, token: &str, response: &StoredResponse) -> Result<bool, DbError> {
-    let q = scope
+    Ok(tx.execute(&complete_query(scope, token, response)).await? == 1)
+}
+
+/// The statement of [`complete`]: it changes one row when the reservation is still ours.
+pub fn complete_query(scope: &KeyScope, token: &str, response: &StoredResponse) -> Query {
+    scope
         .bind(Query::new(format!(
             "UPDATE idempotency_keys SET state = 'done', locked_until = 0, status = $5, location = $6, body = $7 \
              WHERE {WHERE_KEY} AND token = $4 AND state = 'running'"
@@ -123,8 +128,7 @@ pub async fn complete(tx: &mut Tx, scope: &KeyScope, token: &str, response: &Sto
         .bind(token)
         .bind(i64::from(response.status))
         .bind(response.location.clone())
-        .bind(response.body.as_str());
-    Ok(tx.execute(&q).await? == 1)
+        .bind(response.body.as_str())
 }
 
 /// Frees a reservation whose request wrote nothing, so a corrected retry can use the key.

@@ -23,7 +23,7 @@ use crate::{
     auth::{Admin, Caller, parse_shop_list},
     change::Change,
     conditional::{IfMatch, One},
-    db::{DbError, ShopFilter, Tx},
+    db::{DbError, Query, ShopFilter},
     error::{ApiError, Problem},
     events::{Event, store::EventRow},
     extract::{JsonBody, path_id},
@@ -159,7 +159,7 @@ async fn test_webhook(State(state): State<AppState>, Admin(caller): Admin, Path(
         "company_id": caller.company_id, "shop_id": null, "data": {"webhook_id": webhook.id},
     });
     let mut change = Change::begin(&state.db, caller.company_id).await?;
-    let delivery = NewDelivery { webhook_id: webhook.id, event_id, event_type: "webhook.test", payload: payload.to_string() };
+    let delivery = NewDelivery { webhook_id: webhook.id, event_id, event_type: "webhook.test".into(), payload: payload.to_string() };
     let row = store::enqueue(change.tx(), caller.company_id, &[delivery]).await?.pop();
     let delivery = Delivery::from(row.ok_or_else(|| ApiError::Internal("queued delivery missing".into()))?);
     change.replay_as(StatusCode::ACCEPTED, None, &delivery)?;
@@ -185,16 +185,15 @@ async fn known_shops(state: &AppState, caller: &Caller, requested: Option<&[i64]
     Ok(rows.into_iter().map(|s| s.id).collect())
 }
 
-/// Queues a delivery of each new event to each enabled webhook that takes it, in the change's
-/// transaction. Returns how many were queued.
-pub async fn queue_deliveries(tx: &mut Tx, company_id: i64, events: Vec<EventRow>) -> Result<usize, DbError> {
-    let subscriptions = store::subscriptions(tx, company_id).await?;
-    if subscriptions.is_empty() {
-        return Ok(0);
-    }
+/// The insert queueing a delivery of each new event to each enabled webhook that takes it (its
+/// patterns and shops), for the change's transaction; `None` when no webhook takes any.
+pub fn enqueue_query(company_id: i64, subscriptions: &[store::Subscription], events: Vec<EventRow>) -> Result<Option<Query>, DbError> {
     let mut deliveries = Vec::new();
+    if subscriptions.is_empty() {
+        return Ok(None);
+    }
     let events: Vec<Event> = events.into_iter().map(|row| Event::from_row(company_id, row)).collect();
-    for s in &subscriptions {
+    for s in subscriptions {
         let patterns: Vec<String> = serde_json::from_str(&s.events).unwrap_or_default();
         let shops = parse_shop_list(s.shop_ids.as_deref());
         for event in &events {
@@ -205,11 +204,11 @@ pub async fn queue_deliveries(tx: &mut Tx, company_id: i64, events: Vec<EventRow
             };
             if in_scope && pattern_matches(&patterns, &event.kind) {
                 let payload = serde_json::to_string(event).map_err(|e| DbError::Other(format!("serializing an event: {e}")))?;
-                deliveries.push(NewDelivery { webhook_id: s.id, event_id: event.id.clone(), event_type: &event.kind, payload });
+                deliveries.push(NewDelivery { webhook_id: s.id, event_id: event.id.clone(), event_type: event.kind.clone(), payload });
             }
         }
     }
-    Ok(store::enqueue(tx, company_id, &deliveries).await?.len())
+    Ok(store::enqueue_query(company_id, &deliveries))
 }
 
 static WAKE: LazyLock<std::sync::Arc<tokio::sync::Notify>> = LazyLock::new(Default::default);

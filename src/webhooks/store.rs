@@ -90,22 +90,31 @@ pub struct Subscription {
     pub shop_ids: Option<String>,
 }
 
-pub async fn subscriptions(tx: &mut Tx, company_id: i64) -> Result<Vec<Subscription>, DbError> {
-    tx.fetch_all(&Query::new("SELECT id, events, shop_ids FROM webhooks WHERE company_id = $1 AND enabled").bind(company_id)).await
+/// The company's enabled webhooks, as the fan-out of a change reads them.
+pub fn subscriptions_query(company_id: i64) -> Query {
+    Query::new("SELECT id, events, shop_ids FROM webhooks WHERE company_id = $1 AND enabled").bind(company_id)
 }
 
 /// A delivery to queue: which webhook, which event, the body to send.
-pub struct NewDelivery<'a> {
+pub struct NewDelivery {
     pub webhook_id: i64,
     pub event_id: String,
-    pub event_type: &'a str,
+    pub event_type: String,
     pub payload: String,
 }
 
 /// Queues deliveries due now, in the caller's transaction. Returns their rows.
-pub async fn enqueue(tx: &mut Tx, company_id: i64, deliveries: &[NewDelivery<'_>]) -> Result<Vec<DeliveryRow>, DbError> {
+pub async fn enqueue(tx: &mut Tx, company_id: i64, deliveries: &[NewDelivery]) -> Result<Vec<DeliveryRow>, DbError> {
+    match enqueue_query(company_id, deliveries) {
+        Some(q) => tx.fetch_all(&q).await,
+        None => Ok(Vec::new()),
+    }
+}
+
+/// The insert of `deliveries`, returning their rows; `None` when there are none.
+pub fn enqueue_query(company_id: i64, deliveries: &[NewDelivery]) -> Option<Query> {
     if deliveries.is_empty() {
-        return Ok(Vec::new());
+        return None;
     }
     let now = now_micros();
     let mut q = Query::new(
@@ -114,11 +123,11 @@ pub async fn enqueue(tx: &mut Tx, company_id: i64, deliveries: &[NewDelivery<'_>
     for (i, d) in deliveries.iter().enumerate() {
         q.push(if i == 0 { "(" } else { ", (" });
         q.push_bind(company_id).push(", ").push_bind(d.webhook_id).push(", ").push_bind(d.event_id.as_str()).push(", ");
-        q.push_bind(d.event_type).push(", ").push_bind(d.payload.as_str()).push(", 'pending', 0, ");
+        q.push_bind(d.event_type.as_str()).push(", ").push_bind(d.payload.as_str()).push(", 'pending', 0, ");
         q.push_bind(now).push(", ").push_bind(now).push(", ").push_bind(now).push(")");
     }
     q.push(&format!(" RETURNING {DELIVERY_COLUMNS}"));
-    tx.fetch_all(&q).await
+    Some(q)
 }
 
 #[derive(Debug, Clone, FromRow)]

@@ -246,6 +246,32 @@ impl SqliteTx {
         self.notices.push(notice);
     }
 
+    /// Runs `last` as the transaction's final statements and commits, in one hand-off to the
+    /// writer instead of one per statement; answered with what `last` returned once the group
+    /// holding this transaction is on disk.
+    pub async fn commit_with<T, F>(self, last: F) -> Result<T, DbError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection) -> Result<T, DbError> + Send + 'static,
+    {
+        let (reply, answer) = oneshot::channel::<Result<T, DbError>>();
+        let command = Command::CommitWith(Box::new(move |conn| match guarded(conn, last) {
+            Ok(value) => Some(Box::new(move |outcome: Result<(), DbError>| {
+                let _ = reply.send(outcome.map(|()| value));
+            }) as writer::Answer),
+            Err(e) => {
+                let _ = reply.send(Err(e));
+                None
+            }
+        }));
+        self.commands.send(command).map_err(|_| aborted())?;
+        let value = answer.await.map_err(|_| aborted())??;
+        for notice in self.notices {
+            let _ = self.broadcast.send(notice);
+        }
+        Ok(value)
+    }
+
     /// Commits; answered once the group holding this transaction is on disk.
     pub async fn commit(self) -> Result<(), DbError> {
         let (reply, answer) = oneshot::channel();
