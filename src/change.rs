@@ -82,7 +82,7 @@ impl Change {
     pub async fn commit(mut self) -> Result<(), DbError> {
         let slot = idempotency::current();
         let stored_answer = match (&slot, &self.replay) {
-            (Some(slot), Some(replay)) => Some(idempotency::store::complete_query(&slot.scope, &slot.token, replay)),
+            (Some(slot), Some(replay)) => Some(slot.store_query(replay, now_micros())),
             _ => None,
         };
         let has_events = !self.events.is_empty();
@@ -140,8 +140,8 @@ impl Finish for LastStatements {
             }
         }
         let Some(q) = &self.events else { return Ok(0) };
-        let rows: Vec<EventRow> = tx.fetch_all(q).await?;
-        let subscriptions = tx.fetch_all(&webhooks::store::subscriptions_query(self.company_id)).await?;
+        let inserted = tx.fetch_all(&webhooks::store::inserted_with_subscriptions(q.clone())).await?;
+        let (rows, subscriptions) = webhooks::store::InsertedEvent::split(inserted);
         match webhooks::enqueue_query(self.company_id, &subscriptions, rows)? {
             Some(q) => Ok(tx.execute(&q).await? as usize),
             None => Ok(0),

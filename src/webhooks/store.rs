@@ -4,7 +4,10 @@
 //! skip rows another replica has locked (`FOR UPDATE SKIP LOCKED`), so each attempt is made by
 //! one replica; SQLite has one writer in one process and needs no lock clause.
 
-use crate::db::{Db, DbError, FromRow, Query, Reader, Tx, now_micros, page::{PageRequest, fetch_page}};
+use crate::{
+    db::{Db, DbError, FromRow, Query, Reader, Tx, now_micros, page::{PageRequest, fetch_page}},
+    events::store::EventRow,
+};
 
 #[derive(Debug, Clone, FromRow)]
 pub struct WebhookRow {
@@ -88,6 +91,48 @@ pub struct Subscription {
     pub id: i64,
     pub events: String,
     pub shop_ids: Option<String>,
+}
+
+/// An event just inserted, with the company's enabled webhooks (`[[id, events, shop_ids], ...]`
+/// as JSON text): what [`inserted_with_subscriptions`] returns on PostgreSQL.
+#[derive(Debug, FromRow)]
+pub struct InsertedEvent {
+    pub xid: i64,
+    pub id: i64,
+    pub kind: String,
+    pub shop_id: Option<i64>,
+    pub data: String,
+    pub created_at: i64,
+    pub webhooks: String,
+}
+
+/// PostgreSQL only: `insert` (the events insert of a change, whose `$1` is the company) and
+/// the company's enabled webhooks, in one statement, so the outbox costs one round trip.
+pub fn inserted_with_subscriptions(insert: Query) -> Query {
+    insert.wrapped(
+        "WITH ev AS (",
+        ") SELECT ev.xid, ev.id, ev.kind, ev.shop_id, ev.data, ev.created_at, \
+         (SELECT COALESCE(json_agg(json_build_array(w.id, w.events, w.shop_ids)), '[]')::text \
+          FROM webhooks w WHERE w.company_id = $1 AND w.enabled) AS webhooks FROM ev",
+    )
+}
+
+impl InsertedEvent {
+    /// The event row, and the webhooks (the same on every row of one insert).
+    pub fn split(rows: Vec<InsertedEvent>) -> (Vec<EventRow>, Vec<Subscription>) {
+        let subscriptions = rows
+            .first()
+            .and_then(|r| serde_json::from_str::<Vec<(i64, String, Option<String>)>>(&r.webhooks).ok())
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(id, events, shop_ids)| Subscription { id, events, shop_ids })
+            .collect();
+        let events = rows
+            .into_iter()
+            .map(|r| EventRow { xid: r.xid, id: r.id, kind: r.kind, shop_id: r.shop_id, data: r.data, created_at: r.created_at })
+            .collect();
+        (events, subscriptions)
+    }
 }
 
 /// The company's enabled webhooks, as the fan-out of a change reads them.
