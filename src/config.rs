@@ -20,6 +20,15 @@ pub enum Command {
     /// Manage companies (operators only; there is no HTTP surface for this).
     #[command(subcommand)]
     Company(CompanyCommand),
+    /// Write a consistent copy of a SQLite database to a new file, while a server may be
+    /// writing to it (on PostgreSQL, use `pg_dump`).
+    Backup {
+        /// The copy to write; it must not exist yet.
+        #[arg(long)]
+        to: PathBuf,
+        #[command(flatten)]
+        database: DatabaseArgs,
+    },
 }
 
 #[derive(Debug, Subcommand)]

@@ -285,6 +285,24 @@ impl SqliteTx {
     }
 }
 
+/// Writes a consistent copy of the SQLite database at `url` to `to` (which must not exist):
+/// `VACUUM INTO` reads one snapshot while writers go on (WAL), and the copy appears under its
+/// name only once complete. Returns its size in bytes.
+pub fn backup(url: &str, to: &Path) -> anyhow::Result<u64> {
+    use anyhow::Context;
+    let from = path_of(url)?;
+    anyhow::ensure!(from.exists(), "no database at {}", from.display());
+    anyhow::ensure!(!to.exists(), "{} exists already; backups never overwrite", to.display());
+    let partial = to.with_extension("partial");
+    let _ = std::fs::remove_file(&partial);
+    let conn = Connection::open_with_flags(&from, OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX)?;
+    conn.busy_timeout(std::time::Duration::from_secs(30))?;
+    conn.execute("VACUUM INTO ?1", [partial.to_string_lossy().as_ref()]).context("copying the database")?;
+    drop(conn);
+    std::fs::rename(&partial, to).with_context(|| format!("moving the copy to {}", to.display()))?;
+    Ok(std::fs::metadata(to)?.len())
+}
+
 fn aborted() -> DbError {
     DbError::Unavailable("the SQLite write transaction was rolled back by the writer".into())
 }
