@@ -1,6 +1,6 @@
 //! Command line and environment: one place that lists every setting.
 
-use std::{net::SocketAddr, path::PathBuf};
+use std::{net::SocketAddr, path::PathBuf, time::Duration};
 
 use clap::{Args, Parser, Subcommand};
 
@@ -68,9 +68,9 @@ pub struct ServeArgs {
     /// Largest accepted request body, in bytes.
     #[arg(long, env = "AUTOSHOP_MAX_BODY_BYTES", default_value_t = 1024 * 1024)]
     pub max_body_bytes: usize,
-    /// Requests running longer than this many seconds are cut off with a 503.
-    #[arg(long, env = "AUTOSHOP_REQUEST_TIMEOUT_SECS", default_value_t = 30)]
-    pub request_timeout_secs: u64,
+    /// Requests running longer than this many seconds are answered 503 with `Retry-After: 1`.
+    #[arg(long, env = "AUTOSHOP_REQUEST_TIMEOUT_SECS", default_value = "30", value_parser = parse_secs)]
+    pub request_timeout_secs: Duration,
     /// Requests per second allowed per API key, per process; 0 turns rate limiting off.
     #[arg(long, env = "AUTOSHOP_RATE_LIMIT", default_value_t = 100.0)]
     pub rate_limit: f64,
@@ -101,7 +101,8 @@ pub struct ServeArgs {
 pub struct AppConfig {
     pub public_url: Option<String>,
     pub max_body_bytes: usize,
-    pub request_timeout_secs: u64,
+    /// The per-request deadline: past it the answer is a 503 with `Retry-After`.
+    pub request_timeout: Duration,
     pub rate_limit: f64,
     pub rate_limit_burst: f64,
     pub event_retention_days: u32,
@@ -112,13 +113,23 @@ pub struct AppConfig {
 
 /// Waits between webhook delivery attempts.
 #[derive(Debug, Clone, PartialEq)]
-pub struct RetrySchedule(pub Vec<std::time::Duration>);
+pub struct RetrySchedule(pub Vec<Duration>);
+
+/// Seconds, possibly with a fraction, from 1 ms to one day.
+fn parse_secs(raw: &str) -> Result<Duration, String> {
+    raw.trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|n| n.is_finite() && (0.001..=86_400.0).contains(n))
+        .map(Duration::from_secs_f64)
+        .ok_or_else(|| "expected seconds from 0.001 to 86400".to_owned())
+}
 
 fn parse_schedule(raw: &str) -> Result<RetrySchedule, String> {
     let waits = raw
         .split(',')
         .map(|s| s.trim().parse::<f64>().ok().filter(|n| n.is_finite() && *n >= 0.0 && *n <= 7.0 * 86_400.0))
-        .map(|n| n.map(std::time::Duration::from_secs_f64))
+        .map(|n| n.map(Duration::from_secs_f64))
         .collect::<Option<Vec<_>>>()
         .ok_or_else(|| "expected comma-separated seconds, each from 0 to 604800".to_owned())?;
     if waits.len() > 20 {
@@ -132,7 +143,7 @@ impl Default for AppConfig {
         AppConfig {
             public_url: None,
             max_body_bytes: 1024 * 1024,
-            request_timeout_secs: 30,
+            request_timeout: Duration::from_secs(30),
             rate_limit: 100.0,
             rate_limit_burst: 200.0,
             event_retention_days: 30,
@@ -148,7 +159,7 @@ impl From<&ServeArgs> for AppConfig {
         AppConfig {
             public_url: args.public_url.as_ref().map(|u| u.trim_end_matches('/').to_owned()),
             max_body_bytes: args.max_body_bytes,
-            request_timeout_secs: args.request_timeout_secs,
+            request_timeout: args.request_timeout_secs,
             rate_limit: args.rate_limit,
             rate_limit_burst: args.rate_limit_burst,
             event_retention_days: args.event_retention_days,

@@ -94,7 +94,7 @@ pub async fn middleware(State(state): State<AppState>, request: Request, next: N
         key: String::from_utf8_lossy(raw.as_bytes()).into_owned(),
     };
     let now = now_micros();
-    let lease = Duration::from_secs(state.config.request_timeout_secs.max(1) * 2);
+    let lease = state.config.request_timeout.max(Duration::from_secs(1)) * 2;
     let reservation = store::reserve(&state.db, &scope, &fingerprint, now, now + lease.as_micros() as i64, now + RETENTION.as_micros() as i64).await;
     match reservation {
         Err(e) => ApiError::from(e).into_response(),
