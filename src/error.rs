@@ -50,6 +50,9 @@ pub enum ApiError {
     Conflict(String),
     #[error("{0}")]
     Gone(String),
+    /// The client paused sending the body longer than the body timeout.
+    #[error("The request body did not arrive in time.")]
+    BodyTimedOut,
     #[error("{0}")]
     PayloadTooLarge(String),
     #[error("{0}")]
@@ -88,6 +91,7 @@ impl ApiError {
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
             ApiError::Conflict(_) => StatusCode::CONFLICT,
             ApiError::Gone(_) => StatusCode::GONE,
+            ApiError::BodyTimedOut => StatusCode::REQUEST_TIMEOUT,
             ApiError::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::Validation(_) => StatusCode::UNPROCESSABLE_ENTITY,
