@@ -17,7 +17,7 @@ use std::{
     io,
     pin::Pin,
     sync::{Arc, Mutex},
-    task::{Context, Poll},
+    task::{Context, Poll, Waker},
     time::Duration,
 };
 
@@ -36,10 +36,18 @@ enum Phase {
     Request,
 }
 
+#[derive(Debug)]
+struct State {
+    phase: Phase,
+    /// The read that waits without a deadline (in a request), to wake when the request ends and
+    /// its wait gets one.
+    reader: Option<Waker>,
+}
+
 /// One connection's phase, shared by its socket, its service and its response bodies.
 #[derive(Debug)]
 pub(super) struct Phases {
-    phase: Mutex<Phase>,
+    state: Mutex<State>,
     header_timeout: Duration,
     idle_timeout: Duration,
 }
@@ -47,12 +55,20 @@ pub(super) struct Phases {
 impl Phases {
     pub(super) fn new(header_timeout: Duration, idle_timeout: Duration) -> Arc<Phases> {
         let deadline = Instant::now() + header_timeout;
-        Arc::new(Phases { phase: Mutex::new(Phase::Waiting { deadline, fresh: true }), header_timeout, idle_timeout })
+        let state = State { phase: Phase::Waiting { deadline, fresh: true }, reader: None };
+        Arc::new(Phases { state: Mutex::new(state), header_timeout, idle_timeout })
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     fn set(&self, update: impl FnOnce(Phase) -> Phase) {
-        let mut phase = self.phase.lock().unwrap_or_else(|e| e.into_inner());
-        *phase = update(*phase);
+        let mut state = self.lock();
+        state.phase = update(state.phase);
+        if let (Some(waker), Phase::Waiting { .. }) = (state.reader.take(), state.phase) {
+            waker.wake();
+        }
     }
 
     /// Bytes arrived: a waiting connection is now receiving a head.
@@ -77,10 +93,17 @@ impl Phases {
         self.set(|_| Phase::Waiting { deadline, fresh: false });
     }
 
-    fn read_deadline(&self) -> Option<Instant> {
-        match *self.phase.lock().unwrap_or_else(|e| e.into_inner()) {
+    /// The deadline of a read that waits now; without one, `cx` is woken when there is one.
+    fn read_deadline(&self, cx: &Context<'_>) -> Option<Instant> {
+        let mut state = self.lock();
+        match state.phase {
             Phase::Waiting { deadline, .. } | Phase::Head { deadline } => Some(deadline),
-            Phase::Request => None,
+            Phase::Request => {
+                if !state.reader.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+                    state.reader = Some(cx.waker().clone());
+                }
+                None
+            }
         }
     }
 }
@@ -168,7 +191,7 @@ impl<T: AsyncRead + Unpin> AsyncRead for TimedIo<T> {
                 Poll::Ready(Ok(()))
             }
             Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
-            Poll::Pending => match this.phases.read_deadline() {
+            Poll::Pending => match this.phases.read_deadline(cx) {
                 Some(deadline) if this.read_timer.expired(deadline, cx) => {
                     Poll::Ready(Err(timed_out("no request, or no complete request head, in time")))
                 }

@@ -25,4 +25,5 @@ mod ship_tos;
 mod shops;
 mod tenancy;
 mod transport;
+mod transport_limits;
 mod webhooks;
