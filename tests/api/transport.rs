@@ -12,7 +12,11 @@ use crate::{
     support::{Backend, TestApp, test_config},
 };
 
-crate::backend_tests!(early_answers_keep_the_connection_usable, a_thousand_refusals_on_one_keep_alive_connection);
+crate::backend_tests!(
+    early_answers_keep_the_connection_usable,
+    a_thousand_refusals_on_one_keep_alive_connection,
+    a_refused_expect_continue_is_answered_at_once_and_closed,
+);
 
 /// What the tests send as a body: a plausible customer, a few hundred bytes.
 fn customer_body() -> Vec<u8> {
@@ -153,4 +157,23 @@ async fn a_thousand_refusals_on_one_keep_alive_connection(backend: Backend) {
         assert_eq!(answer.status, 403, "request {i}");
         assert!(!answer.closes(), "request {i}: the connection stays usable");
     }
+}
+
+/// A client that sends `Expect: 100-continue` waits for the server before sending its body; a
+/// refusal answers at once (no body is asked for) and closes, since whether the client will send
+/// the body anyway is not known.
+async fn a_refused_expect_continue_is_answered_at_once_and_closed(backend: Backend) {
+    let app = TestApp::spawn_with(backend, AppConfig { rate_limit: 0.0, ..test_config() }).await;
+    let read = app.create_key(&app.admin_key, "read", None).await;
+    let mut conn = Conn::open(&app.base).await;
+    let request_head = head(
+        "POST",
+        "/api/v1/customers",
+        &[("authorization", &format!("Bearer {read}")), ("content-type", "application/json"), ("content-length", "300"), ("expect", "100-continue")],
+    );
+    conn.send(&request_head).await.unwrap();
+    let answer = conn.answer().await.expect("answered without the body");
+    assert_eq!(answer.status, 403);
+    assert!(answer.closes());
+    assert!(conn.closed_within(Duration::from_secs(5)).await);
 }
