@@ -29,6 +29,16 @@ impl Answer {
         self.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
     }
 
+    /// Asserts a problem+json answer with this status.
+    #[track_caller]
+    pub fn problem(&self, status: u16) {
+        let body = String::from_utf8_lossy(&self.body);
+        assert_eq!(self.status, status, "{body}");
+        assert_eq!(self.header("content-type"), Some("application/problem+json"), "{body}");
+        let json: serde_json::Value = serde_json::from_slice(&self.body).expect("a JSON body");
+        assert_eq!(json["status"], status);
+    }
+
     /// Whether the server said it closes the connection after this answer.
     pub fn closes(&self) -> bool {
         self.header("connection").is_some_and(|v| v.eq_ignore_ascii_case("close"))
