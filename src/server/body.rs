@@ -19,7 +19,9 @@ use super::phases::Timer;
 
 /// Chunks smaller than this are copied out of hyper's read buffer. A chunk is a view into the
 /// buffer it was read into, so a body trickled a few bytes per read and buffered whole (`Json`
-/// does) would keep one buffer alive per chunk: kilobytes of memory per byte received.
+/// does) would keep one buffer alive per chunk: kilobytes of memory per byte received. Measured:
+/// 200 bodies trickled at 20 bytes/s took the server from 43 to 353 MiB in 20 s without the
+/// copy, from 44 to 48 MiB with it.
 const COPY_BELOW: usize = 4096;
 
 /// The error a body read ends with when the client pauses longer than the body timeout.
