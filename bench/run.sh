@@ -174,7 +174,10 @@ cust_phone:phone:
 appts_details:path:/api/v1/appointments?with_details=true
 cust_details:path:/api/v1/customers?with_details=true
 post_appointment:post:
+post_keyed:post_keyed:
 put_customer:put:
+get_customer:one:
+get_customer_inm:one_conditional:
 events_page:path:/api/v1/events?limit=100"
 # Indexed filters whose unloaded latency is compared between the small and the main data set,
 # and the substring filters (same probe).

@@ -6,9 +6,12 @@ use axum::{http::StatusCode, response::Response};
 use serde::Serialize;
 
 use crate::{
-    db::{Db, DbError, Tx, now_micros},
+    db::{Db, DbError, Finish, Query, Tx, now_micros, sqlite},
     error::ApiError,
-    events::{self, store::NewEvent},
+    events::{
+        self,
+        store::{EventRow, NewEvent},
+    },
     idempotency::{self, store::StoredResponse},
     respond::created,
     webhooks,
@@ -78,18 +81,20 @@ impl Change {
     /// of a keyed request, and commits; answered once the change is durable.
     pub async fn commit(mut self) -> Result<(), DbError> {
         let slot = idempotency::current();
-        if let (Some(slot), Some(replay)) = (&slot, &self.replay) {
-            if !idempotency::store::complete(&mut self.tx, &slot.scope, &slot.token, replay).await? {
-                return Err(DbError::Unavailable("the request's Idempotency-Key reservation expired; retry".into()));
-            }
-        }
-        let mut queued = 0;
-        if !self.events.is_empty() {
-            let rows = events::store::insert(&mut self.tx, self.company_id, &self.events, now_micros()).await?;
-            queued = webhooks::queue_deliveries(&mut self.tx, self.company_id, rows).await?;
+        let stored_answer = match (&slot, &self.replay) {
+            (Some(slot), Some(replay)) => Some(slot.store_query(replay, now_micros())),
+            _ => None,
+        };
+        let has_events = !self.events.is_empty();
+        if has_events {
             self.tx.notify(events::CHANNEL, self.company_id.to_string()).await?;
         }
-        self.tx.commit().await?;
+        let last = LastStatements {
+            company_id: self.company_id,
+            stored_answer,
+            events: has_events.then(|| events::store::insert_query(self.company_id, &self.events, now_micros())),
+        };
+        let queued = self.tx.commit_with(last).await?;
         if let (Some(slot), Some(_)) = (&slot, &self.replay) {
             slot.mark_completed();
         }
@@ -98,4 +103,52 @@ impl Change {
         }
         Ok(())
     }
+}
+
+/// What every change writes last: a keyed request's stored answer, its events, and the webhook
+/// deliveries they call for. On SQLite they run in the commit's own hand-off to the writer, so
+/// the outbox adds no round trip there.
+struct LastStatements {
+    company_id: i64,
+    stored_answer: Option<Query>,
+    events: Option<Query>,
+}
+
+impl Finish for LastStatements {
+    /// How many webhook deliveries were queued.
+    type Output = usize;
+
+    fn run_blocking(self, conn: &rusqlite::Connection) -> Result<usize, DbError> {
+        if let Some(q) = &self.stored_answer {
+            if sqlite::execute(conn, q)? != 1 {
+                return Err(reservation_lost());
+            }
+        }
+        let Some(q) = &self.events else { return Ok(0) };
+        let rows: Vec<EventRow> = sqlite::fetch_all(conn, q)?;
+        let subscriptions = sqlite::fetch_all(conn, &webhooks::store::subscriptions_query(self.company_id))?;
+        match webhooks::enqueue_query(self.company_id, &subscriptions, rows)? {
+            Some(q) => Ok(sqlite::execute(conn, &q)? as usize),
+            None => Ok(0),
+        }
+    }
+
+    async fn run(self, tx: &mut Tx) -> Result<usize, DbError> {
+        if let Some(q) = &self.stored_answer {
+            if tx.execute(q).await? != 1 {
+                return Err(reservation_lost());
+            }
+        }
+        let Some(q) = &self.events else { return Ok(0) };
+        let inserted = tx.fetch_all(&webhooks::store::inserted_with_subscriptions(q.clone())).await?;
+        let (rows, subscriptions) = webhooks::store::InsertedEvent::split(inserted);
+        match webhooks::enqueue_query(self.company_id, &subscriptions, rows)? {
+            Some(q) => Ok(tx.execute(&q).await? as usize),
+            None => Ok(0),
+        }
+    }
+}
+
+fn reservation_lost() -> DbError {
+    DbError::Unavailable("the request's Idempotency-Key reservation expired; retry".into())
 }

@@ -10,6 +10,7 @@ pub mod auth;
 pub mod bays;
 pub mod body;
 pub mod change;
+pub mod conditional;
 pub mod config;
 pub mod customers;
 pub mod db;

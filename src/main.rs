@@ -50,6 +50,17 @@ async fn run() -> anyhow::Result<()> {
             db.close().await;
             Ok(())
         }
+        Command::Backup { to, database } => {
+            init_logging("warn", false);
+            let url = database.database_url.as_str();
+            anyhow::ensure!(
+                url.starts_with("sqlite:"),
+                "backup copies SQLite databases; for PostgreSQL use pg_dump (see docs/operations.md)"
+            );
+            let bytes = autoshop::db::sqlite::backup(url, &to)?;
+            eprintln!("backed up {url} to {} ({bytes} bytes)", to.display());
+            Ok(())
+        }
     }
 }
 

@@ -126,6 +126,7 @@ pub fn finish(mut doc: OpenApi) -> OpenApi {
         if let Some(op) = item.post.as_mut() {
             accept_idempotency_key(op);
         }
+        describe_conditions(path, item);
         for op in [&mut item.get, &mut item.put, &mut item.post, &mut item.delete, &mut item.patch].into_iter().flatten() {
             finish_operation(op);
         }
@@ -133,4 +134,83 @@ pub fn finish(mut doc: OpenApi) -> OpenApi {
     doc.info.version = env!("CARGO_PKG_VERSION").to_owned();
     crate::openapi_public::complete(&mut doc);
     doc
+}
+
+/// ETags and conditional requests (decisions §13): every answer carrying one resource has an
+/// `ETag`; a single resource's `GET` takes `If-None-Match` (304), its `PUT` and `DELETE` take
+/// `If-Match` (412).
+fn describe_conditions(path: &str, item: &mut utoipa::openapi::path::PathItem) {
+    use utoipa::openapi::{
+        Required,
+        header::HeaderBuilder,
+        path::{ParameterBuilder, ParameterIn},
+        schema::{ObjectBuilder, Type},
+    };
+    let etag = HeaderBuilder::new()
+        .schema(Some(ObjectBuilder::new().schema_type(Type::String).build()))
+        .description(Some(
+            "Strong entity tag of the resource's current representation",
+        ))
+        .build();
+    let condition = |name: &str, description: &str| {
+        RefOr::T(
+            ParameterBuilder::new()
+                .name(name)
+                .parameter_in(ParameterIn::Header)
+                .required(Required::False)
+                .description(Some(description))
+                .schema(Some(ObjectBuilder::new().schema_type(Type::String).pattern(Some(crate::schemas::ETAG_LIST)).build()))
+                .build(),
+        )
+    };
+    let malformed = |op: &mut Operation, name: &str| {
+        op.responses.responses.entry("400".to_owned()).or_insert_with(|| RefOr::T(problem_response(&format!("Malformed `{name}` header"))));
+    };
+    let tag_responses = |op: &mut Operation, statuses: &[&str]| {
+        for (status, response) in op.responses.responses.iter_mut() {
+            if let (true, RefOr::T(response)) = (statuses.contains(&status.as_str()), response) {
+                response
+                    .headers
+                    .insert("ETag".to_owned(), RefOr::T(etag.clone()));
+            }
+        }
+    };
+    if let Some(op) = item.post.as_mut() {
+        tag_responses(op, &["201"]);
+    }
+    if !path.ends_with('}') {
+        return;
+    }
+    if let Some(op) = item.get.as_mut() {
+        tag_responses(op, &["200"]);
+        op.parameters.get_or_insert_with(Vec::new).push(condition(
+            "If-None-Match",
+            "ETags (or `*`) the client holds: when one matches, the answer is 304 with no body",
+        ));
+        malformed(op, "If-None-Match");
+        let not_modified = ResponseBuilder::new()
+            .description("Not modified: the resource still has the ETag sent")
+            .header("ETag", etag.clone())
+            .build();
+        op.responses
+            .responses
+            .insert("304".to_owned(), RefOr::T(not_modified));
+    }
+    for op in [item.put.as_mut(), item.delete.as_mut()]
+        .into_iter()
+        .flatten()
+    {
+        tag_responses(op, &["200"]);
+        op.parameters.get_or_insert_with(Vec::new).push(condition(
+            "If-Match",
+            "Write only if the resource still has one of these ETags (or exists, for `*`); checked atomically with the write",
+        ));
+        malformed(op, "If-Match");
+        op.responses.responses.insert(
+            "412".to_owned(),
+            RefOr::T(problem_response(
+                "The resource changed since the ETag in If-Match: nothing was written",
+            )),
+        );
+    }
 }

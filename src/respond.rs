@@ -1,17 +1,19 @@
 //! Response helpers shared by the handlers.
 
 use axum::{
-    Json,
     http::{HeaderValue, StatusCode, header},
     response::{IntoResponse, Response},
 };
 use serde::Serialize;
 
-use crate::{db::DbError, error::ApiError};
+use crate::{conditional::json_with_etag, db::DbError, error::ApiError};
 
-/// `201 Created` with a `Location` header and the new record.
+/// `201 Created` with a `Location` header and the new record, with its `ETag`.
 pub fn created<T: Serialize>(location: String, body: T) -> Response {
-    let mut response = (StatusCode::CREATED, Json(body)).into_response();
+    let mut response = match serde_json::to_vec(&body) {
+        Ok(body) => json_with_etag(StatusCode::CREATED, body),
+        Err(e) => return ApiError::Internal(format!("serializing a resource: {e}")).into_response(),
+    };
     if let Ok(value) = HeaderValue::from_str(&location) {
         response.headers_mut().insert(header::LOCATION, value);
     }

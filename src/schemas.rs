@@ -13,6 +13,11 @@ pub const NOT_BLANK: &str = r"^[^\u0000]*[^\s\u0085\u0000][^\u0000]*$";
 /// Any text without NUL characters (no database stores them).
 pub const NO_NUL: &str = r"^[^\u0000]*$";
 
+/// `If-Match` / `If-None-Match` as the server reads them (`conditional::TagList`): `*` or
+/// quoted entity tags (optionally weak, `W/"..."`), comma-separated, spaces around commas and
+/// empty entries allowed, at least one entry; `*` stands alone.
+pub const ETAG_LIST: &str = r#"^([ ,]*\*[ ,]*|( *,)* *(W/)?"[ !#-+\--~]*" *(, *((W/)?"[ !#-+\--~]*" *)?)*)$"#;
+
 /// What `validate::email` accepts (one `@`, something before it, a dotted domain after it that
 /// neither starts nor ends with a dot, no spaces), or the empty string. No NUL anywhere
 /// (decisions: text never holds NUL characters).
@@ -191,6 +196,15 @@ mod tests {
         fn emails_agree(raw in "[a@. \t\u{85}\u{3000}x.-]{0,12}") {
             let re = compile(&pattern("AppointmentInput", "email"));
             prop_assert_eq!(re.is_match(&raw), raw.is_empty() || crate::validate::is_email(&raw), "{:?}", raw);
+        }
+
+        #[test]
+        fn etag_lists_agree(raw in r#"[ ,*W/"a!#-]{0,10}"#) {
+            use axum::http::{HeaderMap, HeaderValue, header::IF_MATCH};
+            let mut headers = HeaderMap::new();
+            headers.insert(IF_MATCH, HeaderValue::from_str(&raw).unwrap());
+            let server = matches!(crate::conditional::TagList::from_headers(&headers, IF_MATCH), Ok(Some(_)));
+            prop_assert_eq!(compile(super::ETAG_LIST).is_match(&raw), server, "{:?}", raw);
         }
 
         #[test]

@@ -58,6 +58,12 @@ fn help_lists_every_setting_with_its_environment_variable() {
         "AUTOSHOP_RATE_LIMIT_BURST",
         "AUTOSHOP_MAX_BODY_BYTES",
         "AUTOSHOP_REQUEST_TIMEOUT_SECS",
+        "AUTOSHOP_HEADER_TIMEOUT_SECS",
+        "AUTOSHOP_BODY_TIMEOUT_SECS",
+        "AUTOSHOP_WRITE_TIMEOUT_SECS",
+        "AUTOSHOP_IDLE_TIMEOUT_SECS",
+        "AUTOSHOP_DISCARD_TIMEOUT_SECS",
+        "AUTOSHOP_MAX_CONNECTIONS",
         "AUTOSHOP_DB_MAX_CONNECTIONS",
         "AUTOSHOP_EVENT_RETENTION_DAYS",
         "AUTOSHOP_WEBHOOK_ALLOW_PRIVATE",
@@ -117,4 +123,98 @@ async fn company_create_works_while_a_server_runs_on_the_same_file_and_sigterm_s
         let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
     }
     let _ = std::fs::remove_file(port_file);
+}
+
+/// `autoshop backup` copies a database a server is writing to: the copy opens, passes
+/// `PRAGMA integrity_check`, and holds every write acknowledged before the backup began.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn backup_copies_a_database_while_a_server_writes_to_it() {
+    use std::sync::{Arc, Mutex};
+
+    let (url, path) = temp_db();
+    let created = company_create(&url, "Backup Auto");
+    let key = created["api_key"].as_str().unwrap().to_owned();
+    let port_file = path.with_extension("port");
+    let mut server = Command::new(binary())
+        .args(["serve", "--database-url", &url, "--listen", "127.0.0.1:0", "--rate-limit", "0", "--port-file"])
+        .arg(&port_file)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut port = String::new();
+    for _ in 0..200 {
+        port = std::fs::read_to_string(&port_file).unwrap_or_default();
+        if !port.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert!(!port.is_empty(), "server did not start");
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let client = reqwest::Client::new();
+    let base = format!("http://127.0.0.1:{port}/api/v1");
+    let shop: serde_json::Value =
+        client.post(format!("{base}/shops")).bearer_auth(&key).json(&serde_json::json!({"name": "Backup shop"})).send().await.unwrap().json().await.unwrap();
+    let shop_id = shop["shop_id"].as_i64().unwrap();
+
+    // Writers create bays until told to stop; each acknowledged id is kept.
+    let acked = Arc::new(Mutex::new(Vec::<i64>::new()));
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut writers = Vec::new();
+    for w in 0..4 {
+        let (client, base, key, acked, stop) = (client.clone(), base.clone(), key.clone(), acked.clone(), stop.clone());
+        writers.push(tokio::spawn(async move {
+            let mut n = 0;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                n += 1;
+                let body = serde_json::json!({"shop_id": shop_id, "title": format!("w{w}-{n}")});
+                let r = client.post(format!("{base}/bays")).bearer_auth(&key).json(&body).send().await.unwrap();
+                assert_eq!(r.status(), 201);
+                let bay: serde_json::Value = r.json().await.unwrap();
+                acked.lock().unwrap().push(bay["id"].as_i64().unwrap());
+            }
+        }));
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let before: Vec<i64> = acked.lock().unwrap().clone();
+    let copy = path.with_extension("backup.db");
+    let out = tokio::task::spawn_blocking({
+        let (url, copy) = (url.clone(), copy.clone());
+        move || Command::new(binary()).args(["backup", "--database-url", &url, "--to"]).arg(&copy).output().unwrap()
+    })
+    .await
+    .unwrap();
+    let during = acked.lock().unwrap().len() - before.len();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    for w in writers {
+        w.await.unwrap();
+    }
+    assert!(out.status.success(), "backup failed: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(!before.is_empty(), "writes were acknowledged before the backup");
+
+    let conn = rusqlite::Connection::open(&copy).unwrap();
+    let check: String = conn.query_row("PRAGMA integrity_check", [], |r| r.get(0)).unwrap();
+    assert_eq!(check, "ok");
+    let mut stmt = conn.prepare("SELECT id FROM bays").unwrap();
+    let stored: std::collections::HashSet<i64> = stmt.query_map([], |r| r.get(0)).unwrap().map(Result::unwrap).collect();
+    let missing: Vec<&i64> = before.iter().filter(|id| !stored.contains(id)).collect();
+    assert!(missing.is_empty(), "acknowledged before the backup but not in it: {missing:?}");
+    let total = acked.lock().unwrap().len();
+    assert!(stored.len() < total || during == 0, "the copy is a snapshot: {} of {total} bays", stored.len());
+    eprintln!("backup: {} bays acknowledged before, {during} during, copy holds {}", before.len(), stored.len());
+
+    let again = Command::new(binary()).args(["backup", "--database-url", &url, "--to"]).arg(&copy).output().unwrap();
+    assert!(!again.status.success(), "a backup never overwrites a file");
+    let pg = Command::new(binary()).args(["backup", "--database-url", "postgres://postgres@127.0.0.1:1/x", "--to", "/tmp/never"]).output().unwrap();
+    assert!(!pg.status.success() && String::from_utf8_lossy(&pg.stderr).contains("pg_dump"), "PostgreSQL points to pg_dump");
+
+    Command::new("kill").args(["-TERM", &server.id().to_string()]).status().unwrap();
+    let _ = server.wait();
+    for file in [path.clone(), copy, port_file] {
+        for suffix in ["", "-wal", "-shm"] {
+            let _ = std::fs::remove_file(format!("{}{suffix}", file.display()));
+        }
+    }
 }

@@ -1,7 +1,8 @@
 -- wrk script for bench/run.sh: one request shape per BENCH_MODE, ids and dates varying per
 -- request, and a machine-readable summary line ("BENCH {...}") at the end.
 --
--- Environment: BENCH_MODE (path, range, date, last_name, phone, number, shop, post, put),
+-- Environment: BENCH_MODE (path, range, date, last_name, phone, number, shop, post, post_keyed,
+-- put, one, one_conditional),
 -- BENCH_KEY (API key), BENCH_PATH (mode path), BENCH_FIRST_SHOP, BENCH_SHOPS,
 -- BENCH_FIRST_DAY (epoch seconds of the data's first day), BENCH_DAYS, BENCH_FIRST_CUSTOMER,
 -- BENCH_LAST_CUSTOMER, BENCH_CUSTOMERS (count, for customer numbers).
@@ -25,6 +26,11 @@ local bays = { "Bay 1", "Bay 2", "Bay 3" }
 
 local headers = { ["Authorization"] = "Bearer " .. key, ["Content-Type"] = "application/json" }
 local counter = 0
+-- Built once: the request loop allocates as little as the plain modes do.
+local conditional_headers = { ["Authorization"] = "Bearer " .. key, ["If-None-Match"] = '"00000000000000000000000000000000"' }
+local keyed_headers = { ["Authorization"] = "Bearer " .. key, ["Content-Type"] = "application/json" }
+local key_prefix = ""
+local requests_sent = 0
 
 function setup(thread)
   counter = counter + 1
@@ -33,6 +39,7 @@ end
 
 function init(args)
   math.randomseed(os.time() * 1000 + (thread_id or 0) * 7919)
+  key_prefix = string.format("bench-%d-%d-", thread_id or 0, math.random(0, 1e9))
 end
 
 local function day(offset)
@@ -58,7 +65,12 @@ request = function()
     return wrk.format("GET", "/api/v1/customers?filter%5Bcustomer_number%5D=" .. string.format("C%07d", math.random(1, customers)), headers)
   elseif mode == "shop" then
     return wrk.format("GET", "/api/v1/customers?filter%5Bshop_id%5D=" .. shop(), headers)
-  elseif mode == "post" then
+  elseif mode == "one" or mode == "one_conditional" then
+    -- One customer by id; the conditional variant sends an If-None-Match that does not match,
+    -- so both get the full 200 and the difference is the conditional machinery alone.
+    return wrk.format("GET", "/api/v1/customers/" .. math.random(first_customer, last_customer),
+      mode == "one_conditional" and conditional_headers or headers)
+  elseif mode == "post" or mode == "post_keyed" then
     local v = makes[math.random(#makes)]
     local when = os.date("!%Y-%m-%dT%H:", os.time() + math.random(1, 60) * 86400) .. string.format("%02d:00", 15 * math.random(0, 3))
     local hour = string.format("%02d", math.random(8, 16))
@@ -67,7 +79,13 @@ request = function()
       '","make":"' .. v[1] .. '","model":"' .. v[2] .. '","home_phone":"","work_phone":"","cell_phone":"(555) 010-' ..
       string.format("%04d", math.random(0, 9999)) .. '","first_name":"Bench","last_name":"Load","reason":"Oil change","column":"' ..
       bays[math.random(#bays)] .. '","hours":1.5}'
-    return wrk.format("POST", "/api/v1/appointments", headers, body)
+    local h = headers
+    if mode == "post_keyed" then
+      requests_sent = requests_sent + 1
+      keyed_headers["Idempotency-Key"] = key_prefix .. requests_sent
+      h = keyed_headers
+    end
+    return wrk.format("POST", "/api/v1/appointments", h, body)
   elseif mode == "put" then
     local id = math.random(first_customer, last_customer)
     local body = '{"phone":{"cell":"(555) 010-' .. string.format("%04d", math.random(0, 9999)) ..

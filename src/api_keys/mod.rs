@@ -15,6 +15,7 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 use crate::{
     auth::{CompanyAdmin, Role, parse_shop_list},
     change::Change,
+    conditional::IfMatch,
     db::{Db, ShopFilter},
     error::{ApiError, FieldErrors, Problem},
     extract::{JsonBody, path_id},
@@ -140,8 +141,9 @@ async fn create_key(State(state): State<AppState>, CompanyAdmin(caller): Company
     let location = format!("/api/v1/api_keys/{}", record.id);
     // A repeat never gets the key again: its answer has `api_key: null`.
     change.replay_as(StatusCode::CREATED, Some(&location), &with_null(&record, "api_key"))?;
+    let tag = crate::conditional::etag_of(&record)?;
     record.api_key = Some(key);
-    change.commit_created(location, record).await
+    Ok(crate::conditional::with_etag(change.commit_created(location, record).await?, &tag))
 }
 
 /// `value` as JSON with `field` present and null (secrets in stored responses).
@@ -156,22 +158,31 @@ pub fn with_null<T: Serialize>(value: &T, field: &str) -> serde_json::Value {
 /// Get one API key's record (never the key itself).
 #[utoipa::path(get, path = "/api/v1/api_keys/{id}", tag = "api_keys", params(("id" = i64, Path)),
     responses((status = 200, body = ApiKeyRecord, description = "The key's record"), (status = 404, body = Problem)))]
-async fn get_key(State(state): State<AppState>, CompanyAdmin(caller): CompanyAdmin, Path(id): Path<String>) -> Result<Json<ApiKeyRecord>, ApiError> {
+async fn get_key(State(state): State<AppState>, CompanyAdmin(caller): CompanyAdmin, Path(id): Path<String>) -> Result<crate::conditional::One<ApiKeyRecord>, ApiError> {
     let id = path_id(&id, "API key")?;
     let row = store::find(&state.db, caller.company_id, id).await?.ok_or_else(|| ApiError::not_found("API key"))?;
-    Ok(Json(row.into()))
+    Ok(crate::conditional::One(row.into()))
 }
 
 /// Revoke an API key: refused from the next request on. Revoking twice is not an error; a key
 /// cannot revoke itself (so the last admin key cannot be lost by mistake).
 #[utoipa::path(delete, path = "/api/v1/api_keys/{id}", tag = "api_keys", params(("id" = i64, Path)),
     responses((status = 204, description = "Revoked"), (status = 404, body = Problem), (status = 422, body = Problem)))]
-async fn revoke_key(State(state): State<AppState>, CompanyAdmin(caller): CompanyAdmin, Path(id): Path<String>) -> Result<StatusCode, ApiError> {
+async fn revoke_key(
+    State(state): State<AppState>,
+    CompanyAdmin(caller): CompanyAdmin,
+    Path(id): Path<String>,
+    if_match: IfMatch,
+) -> Result<StatusCode, ApiError> {
     let id = path_id(&id, "API key")?;
     if id == caller.key_id {
         return Err(ApiError::invalid("id", "A key cannot revoke itself; revoke it with another admin key."));
     }
     let mut change = Change::begin(&state.db, caller.company_id).await?;
+    if if_match.is_present() {
+        let current = store::find(change.tx(), caller.company_id, id).await?.ok_or_else(|| ApiError::not_found("API key"))?;
+        if_match.check_current::<ApiKeyRecord>(&current.into())?;
+    }
     match store::revoke(change.tx(), caller.company_id, id).await? {
         Revocation::Revoked(row) => {
             change.record("api_key.revoked", None, &ApiKeyRecord::from(row))?;

@@ -1,12 +1,12 @@
 use crate::{
     auth::{REVOCATION_CHANNEL, Role, generate_key},
-    db::{Db, DbError, Query, Tx, now_micros, page::{PageRequest, Sort, fetch_page}},
+    db::{Db, DbError, Query, Reader, Tx, now_micros, page::{PageRequest, Sort, fetch_page}},
 };
 
 /// Sortable fields and their columns.
 pub const SORTS: &[Sort] = &[("created_at", "created_at")];
 
-#[derive(Debug, crate::db::FromRow)]
+#[derive(Debug, Clone, crate::db::FromRow)]
 pub struct KeyRecordRow {
     pub id: i64,
     pub name: String,
@@ -25,9 +25,9 @@ pub async fn list(db: &Db, company_id: i64, page: &PageRequest) -> Result<(Vec<K
     fetch_page(db, COLUMNS, &q, page, "id").await
 }
 
-pub async fn find(db: &Db, company_id: i64, id: i64) -> Result<Option<KeyRecordRow>, DbError> {
+pub async fn find(from: impl Into<Reader<'_>>, company_id: i64, id: i64) -> Result<Option<KeyRecordRow>, DbError> {
     let q = Query::new(format!("SELECT {COLUMNS} FROM api_keys WHERE company_id = $1 AND id = $2")).bind(company_id).bind(id);
-    db.fetch_optional(&q).await
+    from.into().fetch_optional(q).await
 }
 
 fn insert_query(company_id: i64, name: &str, role: Role, shops: Option<&[i64]>) -> (Query, String) {

@@ -23,6 +23,7 @@ pub use demo::load_demo;
 use crate::{
     auth::{Caller, Writer},
     change::Change,
+    conditional::{IfMatch, One},
     customers::{model::Customer, store as customers},
     db::{ShopFilter, now_micros},
     error::{ApiError, Problem},
@@ -88,8 +89,8 @@ async fn attach_customers(state: &AppState, caller: &Caller, data: &mut [Appoint
 /// Get one appointment.
 #[utoipa::path(get, path = "/api/v1/appointments/{id}", tag = "appointments", params(("id" = i64, Path)),
     responses((status = 200, body = Appointment, description = "The appointment (also when cancelled: see `deleted`)"), (status = 404, body = Problem)))]
-async fn get_appointment(State(state): State<AppState>, caller: Caller, Path(id): Path<String>) -> Result<Json<Appointment>, ApiError> {
-    Ok(Json(visible(&state, &caller, &id).await?.into()))
+async fn get_appointment(State(state): State<AppState>, caller: Caller, Path(id): Path<String>) -> Result<One<Appointment>, ApiError> {
+    Ok(One(visible(&state, &caller, &id).await?.into()))
 }
 
 /// Create an appointment (`write` or `admin` key).
@@ -114,26 +115,29 @@ async fn create_appointment(
 /// included; omitted optional fields keep their value and `null` clears a nullable one.
 #[utoipa::path(put, path = "/api/v1/appointments/{id}", tag = "appointments", params(("id" = i64, Path)),
     request_body = AppointmentInput,
-    responses((status = 200, body = Appointment, description = "The updated appointment"), (status = 400, body = Problem), (status = 404, body = Problem), (status = 422, body = Problem)))]
+    responses((status = 200, body = Appointment, description = "The updated appointment"), (status = 400, body = Problem), (status = 404, body = Problem),
+        (status = 409, body = Problem, description = "The appointment is cancelled: cancelled appointments are read-only"), (status = 422, body = Problem)))]
 async fn update_appointment(
     State(state): State<AppState>,
     Writer(caller): Writer,
     Path(id): Path<String>,
+    if_match: IfMatch,
     JsonBody(input): JsonBody<AppointmentInput>,
-) -> Result<Json<Appointment>, ApiError> {
+) -> Result<One<Appointment>, ApiError> {
     let current = visible(&state, &caller, &id).await?;
     if current.deleted_at.is_some() {
         return Err(deleted_is_read_only());
     }
     let valid = validation::validate(&state.db, &caller, input, Some(&current)).await?;
     let mut change = Change::begin(&state.db, caller.company_id).await?;
+    if_match.verify::<Appointment, _>(&current, store::find(change.tx(), caller.company_id, current.id)).await?;
     // No row: deleted since it was read.
     let mut row = store::update(change.tx(), caller.company_id, current.id, &valid.fields).await?.ok_or_else(deleted_is_read_only)?;
     row.column_title = valid.column_title;
     let appointment = Appointment::from(row);
     change.record("appointment.updated", Some(appointment.shop_id), &appointment)?;
     change.commit().await?;
-    Ok(Json(appointment))
+    Ok(One(appointment))
 }
 
 fn deleted_is_read_only() -> ApiError {
@@ -145,12 +149,19 @@ fn deleted_is_read_only() -> ApiError {
 /// Deleting it again answers 204 and keeps the first `deleted` time.
 #[utoipa::path(delete, path = "/api/v1/appointments/{id}", tag = "appointments", params(("id" = i64, Path)),
     responses((status = 204, description = "Deleted (or deleted already)"), (status = 404, body = Problem)))]
-async fn delete_appointment(State(state): State<AppState>, Writer(caller): Writer, Path(id): Path<String>) -> Result<StatusCode, ApiError> {
+async fn delete_appointment(
+    State(state): State<AppState>,
+    Writer(caller): Writer,
+    Path(id): Path<String>,
+    if_match: IfMatch,
+) -> Result<StatusCode, ApiError> {
     let current = visible(&state, &caller, &id).await?;
     if current.deleted_at.is_some() {
+        if_match.check_current::<Appointment>(&current.into())?;
         return Ok(StatusCode::NO_CONTENT);
     }
     let mut change = Change::begin(&state.db, caller.company_id).await?;
+    if_match.verify::<Appointment, _>(&current, store::find(change.tx(), caller.company_id, current.id)).await?;
     if let Some(row) = store::soft_delete(change.tx(), caller.company_id, current.id, now_micros()).await? {
         let appointment = Appointment::from(row);
         change.record("appointment.deleted", Some(appointment.shop_id), &appointment)?;

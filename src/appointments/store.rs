@@ -8,7 +8,7 @@ use super::{
 };
 use crate::{
     db::{
-        Db, DbError, Query, ShopFilter, Tx, now_micros,
+        Db, DbError, Query, Reader, ShopFilter, Tx, now_micros,
         page::{PageRequest, Sort, fetch_page_with, page_statements},
     },
 };
@@ -188,11 +188,11 @@ pub async fn soft_delete(tx: &mut Tx, company_id: i64, id: i64, now: i64) -> Res
     tx.fetch_optional(&q).await
 }
 
-pub async fn find(db: &Db, company_id: i64, id: i64) -> Result<Option<AppointmentRow>, DbError> {
+pub async fn find(from: impl Into<Reader<'_>>, company_id: i64, id: i64) -> Result<Option<AppointmentRow>, DbError> {
     let q = Query::new(format!("SELECT {} FROM appointments a WHERE company_id = $1 AND id = $2", select_columns()))
         .bind(company_id)
         .bind(id);
-    db.fetch_optional(&q).await
+    from.into().fetch_optional(q).await
 }
 
 /// The `FROM ... WHERE ...` of a list: company first, then shops, then each filter.

@@ -14,6 +14,7 @@ use crate::{
     state::AppState,
     auth::{Admin, Caller},
     change::Change,
+    conditional::{IfMatch, One},
     error::{ApiError, FieldErrors, Problem},
     extract::{JsonBody, parse_bool, path_id},
     listing::{ListQuery, ListSpec, Page, RequestUrl},
@@ -49,8 +50,8 @@ async fn list_bays(State(state): State<AppState>, caller: Caller, url: RequestUr
 /// Get one bay.
 #[utoipa::path(get, path = "/api/v1/bays/{id}", tag = "bays", params(("id" = i64, Path)),
     responses((status = 200, body = Bay, description = "The bay"), (status = 404, body = Problem)))]
-async fn get_bay(State(state): State<AppState>, caller: Caller, Path(id): Path<String>) -> Result<Json<Bay>, ApiError> {
-    Ok(Json(visible_bay(&state, &caller, &id).await?.into()))
+async fn get_bay(State(state): State<AppState>, caller: Caller, Path(id): Path<String>) -> Result<One<Bay>, ApiError> {
+    Ok(One(visible_bay(&state, &caller, &id).await?.into()))
 }
 
 /// Create a bay (admin).
@@ -74,11 +75,13 @@ async fn update_bay(
     State(state): State<AppState>,
     Admin(caller): Admin,
     Path(id): Path<String>,
+    if_match: IfMatch,
     JsonBody(input): JsonBody<BayInput>,
-) -> Result<Json<Bay>, ApiError> {
+) -> Result<One<Bay>, ApiError> {
     let current = visible_bay(&state, &caller, &id).await?;
     let fields = validate_bay(&state, &caller, input, Some(&current)).await?;
     let mut change = Change::begin(&state.db, caller.company_id).await?;
+    if_match.verify::<Bay, _>(&current, store::find(change.tx(), caller.company_id, current.id)).await?;
     let bay = Bay::from(
         store::update(change.tx(), caller.company_id, current.id, &fields)
             .await
@@ -87,7 +90,7 @@ async fn update_bay(
     );
     change.record("bay.updated", Some(fields.shop_id), &bay)?;
     change.commit().await?;
-    Ok(Json(bay))
+    Ok(One(bay))
 }
 
 /// A create body, or an update of `current` (PUT validates like create; an omitted `order` or

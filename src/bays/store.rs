@@ -1,11 +1,11 @@
 use crate::{
-    db::{Db, DbError, Query, ShopFilter, Tx, now_micros, page::{PageRequest, Sort, fetch_page}},
+    db::{Db, DbError, Query, Reader, ShopFilter, Tx, now_micros, page::{PageRequest, Sort, fetch_page}},
 };
 
 /// Sortable fields and their columns.
 pub const SORTS: &[Sort] = &[("title", "title_key"), ("order", "sort_order")];
 
-#[derive(Debug, crate::db::FromRow)]
+#[derive(Debug, Clone, crate::db::FromRow)]
 pub struct BayRow {
     pub id: i64,
     pub shop_id: i64,
@@ -39,11 +39,11 @@ pub async fn for_shops(db: &Db, company_id: i64, shops: &ShopFilter) -> Result<V
     db.fetch_all(&q).await
 }
 
-pub async fn find(db: &Db, company_id: i64, id: i64) -> Result<Option<BayRow>, DbError> {
+pub async fn find(from: impl Into<Reader<'_>>, company_id: i64, id: i64) -> Result<Option<BayRow>, DbError> {
     let q = Query::new(format!("SELECT {COLUMNS} FROM bays WHERE company_id = $1 AND id = $2"))
         .bind(company_id)
         .bind(id);
-    db.fetch_optional(&q).await
+    from.into().fetch_optional(q).await
 }
 
 pub struct BayFields {

@@ -18,6 +18,7 @@ use crate::{
     state::AppState,
     auth::{Caller, Writer},
     change::Change,
+    conditional::{IfMatch, One},
     db::now_micros,
     error::{ApiError, FieldErrors, Problem},
     extract::{JsonBody, path_id},
@@ -99,8 +100,8 @@ fn parse_filter(url: &RequestUrl, list: &ListQuery) -> Result<CustomerFilter, Ap
 /// Get one customer.
 #[utoipa::path(get, path = "/api/v1/customers/{CustomerID}", tag = "customers", params(("CustomerID" = i64, Path)),
     responses((status = 200, body = Customer, description = "The customer"), (status = 404, body = Problem)))]
-async fn get_customer(State(state): State<AppState>, caller: Caller, Path(id): Path<String>) -> Result<Json<Customer>, ApiError> {
-    Ok(Json(visible_customer(&state, &caller, &id).await?.into()))
+async fn get_customer(State(state): State<AppState>, caller: Caller, Path(id): Path<String>) -> Result<One<Customer>, ApiError> {
+    Ok(One(visible_customer(&state, &caller, &id).await?.into()))
 }
 
 /// Create a customer (`write` or `admin` key).
@@ -130,16 +131,18 @@ async fn update_customer(
     State(state): State<AppState>,
     Writer(caller): Writer,
     Path(id): Path<String>,
+    if_match: IfMatch,
     JsonBody(body): JsonBody<CustomerInput>,
-) -> Result<Json<Customer>, ApiError> {
+) -> Result<One<Customer>, ApiError> {
     let current = visible_customer(&state, &caller, &id).await?;
     let (id, current_shop) = (current.id, current.shop_id);
-    let (fields, mut reader) = input::read(body, Some(current.into()));
+    let (fields, mut reader) = input::read(body, Some(current.clone().into()));
     if !reader.errors.has("shop_id") && fields.shop_id != current_shop {
         scope::body_shop(&state.db, &caller, Some(fields.shop_id), &mut reader.errors).await?;
     }
     reader.errors.into_result()?;
     let mut change = Change::begin(&state.db, caller.company_id).await?;
+    if_match.verify::<Customer, _>(&current, store::find(change.tx(), caller.company_id, id)).await?;
     let customer = Customer::from(
         store::update(change.tx(), caller.company_id, id, &fields)
             .await
@@ -148,7 +151,7 @@ async fn update_customer(
     );
     change.record("customer.updated", Some(customer.shop_id), &customer)?;
     change.commit().await?;
-    Ok(Json(customer))
+    Ok(One(customer))
 }
 
 /// A customer of the caller's company in a shop the key may see, from a path id; else 404.

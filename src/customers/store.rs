@@ -3,7 +3,7 @@
 
 use crate::{
     db::{
-        Db, DbError, Query, ShopFilter, Tx, now_micros,
+        Db, DbError, Query, Reader, ShopFilter, Tx, now_micros,
         page::{PageRequest, Sort, fetch_page_with, page_statements},
     },
 };
@@ -199,11 +199,11 @@ pub async fn list(
 }
 
 /// One customer of the company (whatever its shop: callers check the key's shop list).
-pub async fn find(db: &Db, company_id: i64, id: i64) -> Result<Option<CustomerRow>, DbError> {
+pub async fn find(from: impl Into<Reader<'_>>, company_id: i64, id: i64) -> Result<Option<CustomerRow>, DbError> {
     let q = Query::new(format!("SELECT {COLUMNS} FROM customers WHERE company_id = $1 AND id = $2"))
         .bind(company_id)
         .bind(id);
-    db.fetch_optional(&q).await
+    from.into().fetch_optional(q).await
 }
 
 /// The company's customers among `ids`, in id order (unknown ids are skipped).

@@ -19,7 +19,7 @@ pub use autoshop_macros::FromRow;
 pub use query::{Arg, Query, like_contains, like_prefix};
 pub use row::{Decode, FromRow, RowReader};
 pub use scope::ShopFilter;
-use sqlx::PgPool;
+use postgres::Pg;
 use sqlite::{SqliteDb, SqliteTx};
 
 #[derive(Debug, Clone)]
@@ -99,7 +99,7 @@ pub enum Db {
     /// thread, in group commits) and reads through a pool of read-only ones; WAL lets them run
     /// side by side.
     Sqlite(Arc<SqliteDb>),
-    Postgres(PgPool),
+    Postgres(Pg),
 }
 
 impl Db {
@@ -140,7 +140,7 @@ impl Db {
                 let q = q.clone();
                 db.read(move |conn| sqlite::fetch_all(conn, &q)).await
             }
-            Db::Postgres(pool) => postgres::fetch_all(pool, q).await,
+            Db::Postgres(pool) => postgres::fetch_all(&**pool, q).await,
         }
     }
 
@@ -150,7 +150,7 @@ impl Db {
                 let q = q.clone();
                 db.read(move |conn| sqlite::fetch_optional(conn, &q)).await
             }
-            Db::Postgres(pool) => postgres::fetch_optional(pool, q).await,
+            Db::Postgres(pool) => postgres::fetch_optional(&**pool, q).await,
         }
     }
 
@@ -161,7 +161,7 @@ impl Db {
                 let q = q.clone();
                 db.write(move |conn| sqlite::execute(conn, &q)).await
             }
-            Db::Postgres(pool) => postgres::execute(pool, q).await,
+            Db::Postgres(pool) => postgres::execute(&**pool, q).await,
         }
     }
 
@@ -172,7 +172,7 @@ impl Db {
                 let q = q.clone();
                 db.write(move |conn| sqlite::fetch_optional(conn, &q)).await
             }
-            Db::Postgres(pool) => postgres::fetch_optional(pool, q).await,
+            Db::Postgres(pool) => postgres::fetch_optional(&**pool, q).await,
         }
     }
 
@@ -182,7 +182,7 @@ impl Db {
     pub async fn begin(&self) -> Result<Tx, DbError> {
         Ok(match self {
             Db::Sqlite(db) => Tx::Sqlite(db.begin().await?),
-            Db::Postgres(pool) => Tx::Postgres(pool.begin().await?),
+            Db::Postgres(pg) => Tx::Postgres(PgTx { tx: pg.begin().await?, pg: pg.clone(), notices: Vec::new() }),
         })
     }
 
@@ -213,7 +213,14 @@ impl Db {
 /// A write transaction on either backend. Dropped without `commit`, it rolls back.
 pub enum Tx {
     Sqlite(SqliteTx),
-    Postgres(sqlx::Transaction<'static, sqlx::Postgres>),
+    Postgres(PgTx),
+}
+
+pub struct PgTx {
+    tx: sqlx::Transaction<'static, sqlx::Postgres>,
+    pg: Pg,
+    /// Sent once the transaction committed.
+    notices: Vec<notify::Notice>,
 }
 
 impl Tx {
@@ -223,7 +230,7 @@ impl Tx {
                 let q = q.clone();
                 tx.run(move |conn| sqlite::fetch_all(conn, &q)).await
             }
-            Tx::Postgres(tx) => postgres::fetch_all(&mut **tx, q).await,
+            Tx::Postgres(t) => postgres::fetch_all(&mut *t.tx, q).await,
         }
     }
 
@@ -233,7 +240,7 @@ impl Tx {
                 let q = q.clone();
                 tx.run(move |conn| sqlite::fetch_optional(conn, &q)).await
             }
-            Tx::Postgres(tx) => postgres::fetch_optional(&mut **tx, q).await,
+            Tx::Postgres(t) => postgres::fetch_optional(&mut *t.tx, q).await,
         }
     }
 
@@ -243,19 +250,38 @@ impl Tx {
                 let q = q.clone();
                 tx.run(move |conn| sqlite::execute(conn, &q)).await
             }
-            Tx::Postgres(tx) => postgres::execute(&mut **tx, q).await,
+            Tx::Postgres(t) => postgres::execute(&mut *t.tx, q).await,
         }
     }
 
+
     /// Sends `payload` on `channel` to every listener of every process once this transaction
-    /// commits (and never if it does not).
+    /// commits (and never if it does not). On PostgreSQL it is sent right after the commit, not
+    /// inside the transaction (see `postgres::announce`).
     pub async fn notify(&mut self, channel: &str, payload: String) -> Result<(), DbError> {
         match self {
             Tx::Sqlite(tx) => {
                 tx.notify(notify::Notice { channel: channel.to_owned(), payload });
                 Ok(())
             }
-            Tx::Postgres(_) => self.execute(&Query::new("SELECT pg_notify($1, $2)").bind(channel).bind(payload)).await.map(drop),
+            Tx::Postgres(t) => {
+                t.notices.push(notify::Notice { channel: channel.to_owned(), payload });
+                Ok(())
+            }
+        }
+    }
+
+    /// Runs `last`'s statements and commits. On SQLite they run on the writer thread in the
+    /// commit's own hand-off (each statement of a `Tx` otherwise costs one); on PostgreSQL they
+    /// are sent one by one before `COMMIT`.
+    pub async fn commit_with<F: Finish>(mut self, last: F) -> Result<F::Output, DbError> {
+        match self {
+            Tx::Sqlite(tx) => tx.commit_with(move |conn| last.run_blocking(conn)).await,
+            Tx::Postgres(_) => {
+                let out = last.run(&mut self).await?;
+                self.commit().await?;
+                Ok(out)
+            }
         }
     }
 
@@ -263,7 +289,57 @@ impl Tx {
     pub async fn commit(self) -> Result<(), DbError> {
         match self {
             Tx::Sqlite(tx) => tx.commit().await,
-            Tx::Postgres(tx) => Ok(tx.commit().await?),
+            Tx::Postgres(t) => {
+                t.tx.commit().await?;
+                if !t.notices.is_empty() {
+                    postgres::announce(&t.pg, t.notices);
+                }
+                Ok(())
+            }
         }
+    }
+}
+
+/// The last statements of a transaction, written for both ways of running them (see
+/// [`Tx::commit_with`]).
+pub trait Finish: Send + 'static {
+    type Output: Send + 'static;
+    /// On SQLite's writer thread, with its connection.
+    fn run_blocking(self, conn: &rusqlite::Connection) -> Result<Self::Output, DbError>;
+    /// Statement by statement on an open transaction (PostgreSQL).
+    fn run(self, tx: &mut Tx) -> impl std::future::Future<Output = Result<Self::Output, DbError>> + Send;
+}
+
+/// Where a store reads one row: the database, or an open transaction, where the row is locked
+/// until commit (`FOR UPDATE` on PostgreSQL; SQLite's one writer runs transactions one at a
+/// time already), so a check made on it holds for the write that follows.
+pub enum Reader<'a> {
+    Db(&'a Db),
+    Locked(&'a mut Tx),
+}
+
+impl Reader<'_> {
+    pub async fn fetch_optional<T: FromRow>(self, mut q: Query) -> Result<Option<T>, DbError> {
+        match self {
+            Reader::Db(db) => db.fetch_optional(&q).await,
+            Reader::Locked(tx) => {
+                if matches!(tx, Tx::Postgres(_)) {
+                    q.push(" FOR UPDATE");
+                }
+                tx.fetch_optional(&q).await
+            }
+        }
+    }
+}
+
+impl<'a> From<&'a Db> for Reader<'a> {
+    fn from(db: &'a Db) -> Self {
+        Reader::Db(db)
+    }
+}
+
+impl<'a> From<&'a mut Tx> for Reader<'a> {
+    fn from(tx: &'a mut Tx) -> Self {
+        Reader::Locked(tx)
     }
 }

@@ -52,6 +52,12 @@ impl Query {
         self
     }
 
+    /// This statement inside a larger one (a data-modifying `WITH`, say), arguments kept.
+    pub fn wrapped(mut self, before: &str, after: &str) -> Self {
+        self.sql = format!("{before}{}{after}", self.sql);
+        self
+    }
+
     pub fn push(&mut self, sql: &str) -> &mut Self {
         self.sql.push_str(sql);
         self

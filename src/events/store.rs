@@ -43,6 +43,11 @@ pub async fn insert(tx: &mut Tx, company_id: i64, events: &[NewEvent], at: i64) 
     if events.is_empty() {
         return Ok(Vec::new());
     }
+    tx.fetch_all(&insert_query(company_id, events, at)).await
+}
+
+/// The insert of `events` (not empty), returning their rows.
+pub fn insert_query(company_id: i64, events: &[NewEvent], at: i64) -> Query {
     let mut q = Query::new("INSERT INTO events (company_id, type, shop_id, data, created_at) VALUES ");
     for (i, e) in events.iter().enumerate() {
         q.push(if i == 0 { "(" } else { ", (" });
@@ -50,7 +55,7 @@ pub async fn insert(tx: &mut Tx, company_id: i64, events: &[NewEvent], at: i64) 
         q.push_bind(e.data.as_str()).push(", ").push_bind(at).push(")");
     }
     q.push(&format!(" RETURNING {COLUMNS}"));
-    tx.fetch_all(&q).await
+    q
 }
 
 /// What a page of the feed may contain.

@@ -3,6 +3,7 @@
 //! repeat replays it; the key with another request is a 422; a repeat while the first runs is a
 //! 409. Keys are scoped to the API key and kept 24 hours.
 
+mod claims;
 pub mod store;
 
 use std::{
@@ -37,12 +38,26 @@ pub const RETENTION: Duration = Duration::from_secs(24 * 3600);
 /// The reservation the running request holds, for the transaction of its write.
 #[derive(Clone)]
 pub struct Slot {
-    pub scope: KeyScope,
-    pub token: String,
+    scope: KeyScope,
+    token: String,
+    fingerprint: String,
+    expires_at: i64,
+    /// Claimed in memory (SQLite) rather than by a committed reservation row.
+    in_memory: bool,
     completed: Arc<AtomicBool>,
 }
 
 impl Slot {
+    /// The statement that stores `response` in the transaction of the request's write; it
+    /// changes exactly one row while the key is still this request's.
+    pub fn store_query(&self, response: &StoredResponse, now: i64) -> crate::db::Query {
+        if self.in_memory {
+            store::record_query(&self.scope, &self.fingerprint, &self.token, response, self.expires_at, now)
+        } else {
+            store::complete_query(&self.scope, &self.token, response)
+        }
+    }
+
     pub fn mark_completed(&self) {
         self.completed.store(true, Ordering::Release);
     }
@@ -76,8 +91,12 @@ pub async fn middleware(State(state): State<AppState>, request: Request, next: N
         return next.run(request).await;
     };
     let (parts, body) = request.into_parts();
-    let Ok(bytes) = to_bytes(body, state.config.max_body_bytes).await else {
-        return ApiError::PayloadTooLarge(format!("The request body is larger than {} bytes.", state.config.max_body_bytes)).into_response();
+    let bytes = match to_bytes(body, state.config.max_body_bytes).await {
+        Ok(bytes) => bytes,
+        Err(e) if crate::server::is_body_timeout(&e) => return ApiError::BodyTimedOut.into_response(),
+        Err(_) => {
+            return ApiError::PayloadTooLarge(format!("The request body is larger than {} bytes.", state.config.max_body_bytes)).into_response();
+        }
     };
     let target = parts.uri.path_and_query().map(|p| p.as_str()).unwrap_or("/");
     let mut hash = Sha256::new();
@@ -94,8 +113,15 @@ pub async fn middleware(State(state): State<AppState>, request: Request, next: N
         key: String::from_utf8_lossy(raw.as_bytes()).into_owned(),
     };
     let now = now_micros();
-    let lease = Duration::from_secs(state.config.request_timeout_secs.max(1) * 2);
-    let reservation = store::reserve(&state.db, &scope, &fingerprint, now, now + lease.as_micros() as i64, now + RETENTION.as_micros() as i64).await;
+    let lease = state.config.request_timeout.max(Duration::from_secs(1)) * 2;
+    let expires_at = now + RETENTION.as_micros() as i64;
+    let (reservation, claim) = match &state.db {
+        Db::Sqlite(sqlite) => match claims::reserve(&state.db, sqlite.path(), &scope, &fingerprint, now).await {
+            Ok((reservation, claim)) => (Ok(reservation), claim),
+            Err(e) => (Err(e), None),
+        },
+        Db::Postgres(_) => (store::reserve(&state.db, &scope, &fingerprint, now, now + lease.as_micros() as i64, expires_at).await, None),
+    };
     match reservation {
         Err(e) => ApiError::from(e).into_response(),
         Ok(Reservation::Replay(stored)) => replay(stored),
@@ -110,10 +136,14 @@ pub async fn middleware(State(state): State<AppState>, request: Request, next: N
             response
         }
         Ok(Reservation::Reserved { token }) => {
-            let slot = Slot { scope, token, completed: Arc::default() };
+            let in_memory = claim.is_some();
+            let slot = Slot { scope, token, fingerprint, expires_at, in_memory, completed: Arc::default() };
             let request = Request::from_parts(parts, Body::from(bytes));
             let response = SLOT.scope(slot.clone(), next.run(request)).await;
-            settle(&state.db, &slot, response).await
+            // A claim is let go only now, after the request's commit.
+            let response = settle(&state.db, &slot, response).await;
+            drop(claim);
+            response
         }
     }
 }
@@ -121,7 +151,7 @@ pub async fn middleware(State(state): State<AppState>, request: Request, next: N
 /// After the request: a success stored its response with its write; a failure wrote nothing,
 /// so its reservation is freed for a corrected retry.
 async fn settle(db: &Db, slot: &Slot, response: Response) -> Response {
-    if slot.completed.load(Ordering::Acquire) {
+    if slot.completed.load(Ordering::Acquire) || slot.in_memory {
         return response;
     }
     if response.status().is_success() {

@@ -1,7 +1,7 @@
 //! Idempotency-key SQL: reserve a key, complete it inside the write's transaction, release it
 //! after a failure, purge expired ones.
 
-use crate::db::{Db, DbError, FromRow, Query, Tx};
+use crate::db::{Db, DbError, FromRow, Query};
 
 /// Whose key it is: the company, the API key, and the client's `Idempotency-Key`.
 #[derive(Debug, Clone)]
@@ -28,6 +28,16 @@ struct StoredRow {
     location: Option<String>,
     body: Option<String>,
     expires_at: i64,
+}
+
+impl StoredRow {
+    fn into_response(self) -> StoredResponse {
+        StoredResponse {
+            status: self.status.and_then(|s| u16::try_from(s).ok()).unwrap_or(200),
+            location: self.location,
+            body: self.body.unwrap_or_default(),
+        }
+    }
 }
 
 /// A response kept for replay.
@@ -84,13 +94,7 @@ pub async fn reserve(db: &Db, scope: &KeyScope, fingerprint: &str, now: i64, lea
             }
             Some(row) if row.expires_at <= now => true,
             Some(row) if row.fingerprint != fingerprint => return Ok(Reservation::Mismatch),
-            Some(row) if row.state == "done" => {
-                return Ok(Reservation::Replay(StoredResponse {
-                    status: row.status.and_then(|s| u16::try_from(s).ok()).unwrap_or(200),
-                    location: row.location,
-                    body: row.body.unwrap_or_default(),
-                }));
-            }
+            Some(row) if row.state == "done" => return Ok(Reservation::Replay(row.into_response())),
             Some(row) if row.locked_until > now => return Ok(Reservation::Running),
             Some(_) => true,
         };
@@ -112,10 +116,11 @@ pub async fn reserve(db: &Db, scope: &KeyScope, fingerprint: &str, now: i64, lea
     Ok(Reservation::Running)
 }
 
-/// Stores the response inside the write's transaction. `false` when the reservation is no
-/// longer this request's (its lease ran out and a retry took it over): the write must not commit.
-pub async fn complete(tx: &mut Tx, scope: &KeyScope, token: &str, response: &StoredResponse) -> Result<bool, DbError> {
-    let q = scope
+/// Stores the response inside the write's transaction: it changes one row when the reservation
+/// is still this request's. Otherwise (its lease ran out and a retry took it over) the write
+/// must not commit.
+pub fn complete_query(scope: &KeyScope, token: &str, response: &StoredResponse) -> Query {
+    scope
         .bind(Query::new(format!(
             "UPDATE idempotency_keys SET state = 'done', locked_until = 0, status = $5, location = $6, body = $7 \
              WHERE {WHERE_KEY} AND token = $4 AND state = 'running'"
@@ -123,8 +128,42 @@ pub async fn complete(tx: &mut Tx, scope: &KeyScope, token: &str, response: &Sto
         .bind(token)
         .bind(i64::from(response.status))
         .bind(response.location.clone())
-        .bind(response.body.as_str());
-    Ok(tx.execute(&q).await? == 1)
+        .bind(response.body.as_str())
+}
+
+/// [`complete_query`] for a key claimed in memory ([`super::claims`]): inserts the 'done' row, or
+/// turns an expired one into it. It changes no row when another request stored an answer for
+/// the key first: the write must not commit.
+pub fn record_query(scope: &KeyScope, fingerprint: &str, token: &str, response: &StoredResponse, expires_at: i64, now: i64) -> Query {
+    scope
+        .bind(Query::new(
+            "INSERT INTO idempotency_keys (company_id, api_key_id, idem_key, fingerprint, state, token, locked_until, expires_at, status, location, body) \
+             VALUES ($1, $2, $3, $4, 'done', $5, 0, $6, $7, $8, $9) \
+             ON CONFLICT (company_id, api_key_id, idem_key) DO UPDATE SET fingerprint = excluded.fingerprint, state = 'done', \
+             token = excluded.token, locked_until = 0, expires_at = excluded.expires_at, status = excluded.status, \
+             location = excluded.location, body = excluded.body \
+             WHERE idempotency_keys.state <> 'done' OR idempotency_keys.expires_at <= $10",
+        ))
+        .bind(fingerprint)
+        .bind(token)
+        .bind(expires_at)
+        .bind(i64::from(response.status))
+        .bind(response.location.clone())
+        .bind(response.body.as_str())
+        .bind(now)
+}
+
+/// The answer stored for `scope`, if any and still kept: a replay, or a mismatch when it was
+/// for another request.
+pub async fn stored_answer(db: &Db, scope: &KeyScope, fingerprint: &str, now: i64) -> Result<Option<Reservation>, DbError> {
+    let q = scope
+        .bind(Query::new(format!(
+            "SELECT state, fingerprint, locked_until, status, location, body, expires_at FROM idempotency_keys \
+             WHERE {WHERE_KEY} AND state = 'done' AND expires_at > $4"
+        )))
+        .bind(now);
+    let row: Option<StoredRow> = db.fetch_optional(&q).await?;
+    Ok(row.map(|row| if row.fingerprint != fingerprint { Reservation::Mismatch } else { Reservation::Replay(row.into_response()) }))
 }
 
 /// Frees a reservation whose request wrote nothing, so a corrected retry can use the key.
@@ -144,7 +183,7 @@ pub async fn purge(db: &Db, now: i64, batch: i64) -> Result<u64, DbError> {
     db.execute(&q).await
 }
 
-fn random_token() -> String {
+pub fn random_token() -> String {
     let mut bytes = [0u8; 16];
     getrandom::fill(&mut bytes).expect("the OS random source works");
     bytes.iter().map(|b| format!("{b:02x}")).collect()

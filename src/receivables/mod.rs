@@ -14,6 +14,7 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 use crate::{
     state::AppState,
     change::Change,
+    conditional::One,
     db::now_micros,
     auth::{Admin, Caller},
     body::{In, Reader, parse_date},
@@ -119,8 +120,8 @@ async fn get_receivable(
     State(state): State<AppState>,
     caller: Caller,
     Path((customer_id, id)): Path<(String, String)>,
-) -> Result<Json<Receivable>, ApiError> {
-    Ok(Json(visible_receivable(&state, &caller, &customer_id, &id).await?.into()))
+) -> Result<One<Receivable>, ApiError> {
+    Ok(One(visible_receivable(&state, &caller, &customer_id, &id).await?.into()))
 }
 
 /// Create an accounts receivable entry for the customer (admin).

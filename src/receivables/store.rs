@@ -1,7 +1,7 @@
 //! Accounts receivable and payment queries, always scoped by company and customer.
 
 use crate::{
-    db::{Db, DbError, Query, ShopFilter, Tx, page::{PageRequest, Sort, fetch_page}},
+    db::{Db, DbError, Query, Reader, ShopFilter, Tx, page::{PageRequest, Sort, fetch_page}},
 };
 
 /// Sortable fields and their columns.
@@ -72,14 +72,14 @@ pub async fn list(
     fetch_page(db, COLUMNS, &q, page, "id").await
 }
 
-pub async fn find(db: &Db, company_id: i64, customer_id: i64, id: i64) -> Result<Option<ReceivableRow>, DbError> {
+pub async fn find(from: impl Into<Reader<'_>>, company_id: i64, customer_id: i64, id: i64) -> Result<Option<ReceivableRow>, DbError> {
     let q = Query::new(format!(
         "SELECT {COLUMNS} FROM accounts_receivable WHERE company_id = $1 AND customer_id = $2 AND id = $3"
     ))
     .bind(company_id)
     .bind(customer_id)
     .bind(id);
-    db.fetch_optional(&q).await
+    from.into().fetch_optional(q).await
 }
 
 /// Every entry of these customers in the given shops (`with_details`), by customer then id.

@@ -16,6 +16,7 @@ use crate::{
     body::{In, Reader},
     customers::visible_customer,
     change::Change,
+    conditional::{IfMatch, One},
     db::{ShopFilter, now_micros},
     error::{ApiError, Problem},
     extract::{JsonBody, path_id},
@@ -62,11 +63,11 @@ async fn list_ship_tos(
 #[utoipa::path(get, path = "/api/v1/customers/{customer_id}/ship_tos/{ship_to_id}", tag = "customers",
     params(("customer_id" = i64, Path), ("ship_to_id" = i64, Path)),
     responses((status = 200, body = ShipTo, description = "The ship-to"), (status = 404, body = Problem)))]
-async fn get_ship_to(State(state): State<AppState>, caller: Caller, Path((customer_id, id)): Path<(String, String)>) -> Result<Json<ShipTo>, ApiError> {
+async fn get_ship_to(State(state): State<AppState>, caller: Caller, Path((customer_id, id)): Path<(String, String)>) -> Result<One<ShipTo>, ApiError> {
     let customer = visible_customer(&state, &caller, &customer_id).await?;
     let id = path_id(&id, "Ship-to")?;
     let row = store::find(&state.db, caller.company_id, customer.id, id).await?.ok_or_else(|| ApiError::not_found("Ship-to"))?;
-    Ok(Json(row.into()))
+    Ok(One(row.into()))
 }
 
 /// Create a ship-to for the customer (`write` or `admin` key).
@@ -97,13 +98,15 @@ async fn update_ship_to(
     State(state): State<AppState>,
     Writer(caller): Writer,
     Path((customer_id, id)): Path<(String, String)>,
+    if_match: IfMatch,
     JsonBody(input): JsonBody<ShipToInput>,
-) -> Result<Json<ShipTo>, ApiError> {
+) -> Result<One<ShipTo>, ApiError> {
     let customer = visible_customer(&state, &caller, &customer_id).await?;
     let id = path_id(&id, "Ship-to")?;
-    store::find(&state.db, caller.company_id, customer.id, id).await?.ok_or_else(|| ApiError::not_found("Ship-to"))?;
+    let current = store::find(&state.db, caller.company_id, customer.id, id).await?.ok_or_else(|| ApiError::not_found("Ship-to"))?;
     let fields = read(input)?;
     let mut change = Change::begin(&state.db, caller.company_id).await?;
+    if_match.verify::<ShipTo, _>(&current, store::find(change.tx(), caller.company_id, customer.id, id)).await?;
     let ship_to = ShipTo::from(
         store::update(change.tx(), caller.company_id, customer.id, id, &fields)
             .await
@@ -112,7 +115,7 @@ async fn update_ship_to(
     );
     change.record("ship_to.updated", Some(customer.shop_id), &ship_to)?;
     change.commit().await?;
-    Ok(Json(ship_to))
+    Ok(One(ship_to))
 }
 
 /// Every field present; `number`, `name`, `address`, `city`, `state`, `zip` not blank; `email`

@@ -1,7 +1,7 @@
 //! Ship-to queries, always scoped by company and customer.
 
 use crate::{
-    db::{Db, DbError, Query, Tx, now_micros, page::{PageRequest, Sort, fetch_page}},
+    db::{Db, DbError, Query, Reader, Tx, now_micros, page::{PageRequest, Sort, fetch_page}},
 };
 
 /// Sortable fields and their columns.
@@ -57,12 +57,12 @@ pub async fn for_customers(db: &Db, company_id: i64, customer_ids: &[i64]) -> Re
     db.fetch_all(&q).await
 }
 
-pub async fn find(db: &Db, company_id: i64, customer_id: i64, id: i64) -> Result<Option<ShipToRow>, DbError> {
+pub async fn find(from: impl Into<Reader<'_>>, company_id: i64, customer_id: i64, id: i64) -> Result<Option<ShipToRow>, DbError> {
     let q = Query::new(format!("SELECT {COLUMNS} FROM ship_tos WHERE company_id = $1 AND customer_id = $2 AND id = $3"))
         .bind(company_id)
         .bind(customer_id)
         .bind(id);
-    db.fetch_optional(&q).await
+    from.into().fetch_optional(q).await
 }
 
 fn bind_fields(q: Query, f: &ShipToFields) -> Query {

@@ -18,6 +18,7 @@ use crate::{
     state::AppState,
     auth::{Admin, Caller, CompanyAdmin},
     change::Change,
+    conditional::{IfMatch, One},
     bays::{model::Bay, store as bays},
     error::{ApiError, Problem},
     extract::{JsonBody, QueryParams, path_id},
@@ -122,9 +123,9 @@ fn parse_with(params: &QueryParams) -> Result<Vec<&'static str>, ApiError> {
 /// Get one shop.
 #[utoipa::path(get, path = "/api/v1/shops/{id}", tag = "shops", params(("id" = i64, Path)),
     responses((status = 200, body = ShopInfo, description = "The shop"), (status = 404, body = Problem)))]
-async fn get_shop(State(state): State<AppState>, caller: Caller, Path(id): Path<String>) -> Result<Json<ShopInfo>, ApiError> {
+async fn get_shop(State(state): State<AppState>, caller: Caller, Path(id): Path<String>) -> Result<One<ShopInfo>, ApiError> {
     let shop = scope::visible_shop(&state.db, &caller, path_id(&id, "Shop")?).await?;
-    Ok(Json(shop.into()))
+    Ok(One(shop.into()))
 }
 
 /// Create a shop (admin key without a shop list). It starts with one source per appointment
@@ -158,14 +159,16 @@ async fn update_shop(
     State(state): State<AppState>,
     Admin(caller): Admin,
     Path(id): Path<String>,
+    if_match: IfMatch,
     JsonBody(input): JsonBody<ShopInput>,
-) -> Result<Json<ShopInfo>, ApiError> {
+) -> Result<One<ShopInfo>, ApiError> {
     let current = scope::visible_shop(&state.db, &caller, path_id(&id, "Shop")?).await?;
     let fields = input.into_fields(Some(ShopFields::from_row(&current))).map_err(ApiError::Validation)?;
     // A new time zone moves the shop-local date and time stored with each appointment; both
     // changes commit together.
     // One `shop.updated` event stands for the re-localised appointments too (docs/api.md).
     let mut change = Change::begin(&state.db, caller.company_id).await?;
+    if_match.verify::<ShopInfo, _>(&current, store::find(change.tx(), caller.company_id, current.id)).await?;
     let shop = store::update(change.tx(), caller.company_id, current.id, &fields).await?.ok_or_else(|| ApiError::not_found("Shop"))?;
     if shop.timezone != current.timezone {
         crate::appointments::store::relocalize_shop(change.tx(), caller.company_id, shop.id, shop.tz()).await?;
@@ -173,6 +176,6 @@ async fn update_shop(
     let info = ShopInfo::from(shop);
     change.record("shop.updated", Some(info.shop_id), &info)?;
     change.commit().await?;
-    Ok(Json(info))
+    Ok(One(info))
 }
 

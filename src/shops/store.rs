@@ -1,5 +1,5 @@
 use crate::{
-    db::{Db, DbError, Query, ShopFilter, Tx, now_micros},
+    db::{Db, DbError, Query, Reader, ShopFilter, Tx, now_micros},
 };
 
 use super::model::ShopFields;
@@ -27,11 +27,11 @@ impl ShopRow {
 
 const COLUMNS: &str = "id, company_id, name, address, city, state, zip, phone, email, website, timezone";
 
-pub async fn find(db: &Db, company_id: i64, id: i64) -> Result<Option<ShopRow>, DbError> {
+pub async fn find(from: impl Into<Reader<'_>>, company_id: i64, id: i64) -> Result<Option<ShopRow>, DbError> {
     let q = Query::new(format!("SELECT {COLUMNS} FROM shops WHERE company_id = $1 AND id = $2"))
         .bind(company_id)
         .bind(id);
-    db.fetch_optional(&q).await
+    from.into().fetch_optional(q).await
 }
 
 pub async fn list(db: &Db, company_id: i64, shops: &ShopFilter) -> Result<Vec<ShopRow>, DbError> {

@@ -14,6 +14,7 @@ use crate::{
     state::AppState,
     auth::{Admin, Caller},
     change::Change,
+    conditional::{IfMatch, One},
     error::{ApiError, FieldErrors, Problem},
     extract::{JsonBody, parse_bool, path_id},
     listing::{ListQuery, ListSpec, Page, RequestUrl},
@@ -53,8 +54,8 @@ async fn list_sources(State(state): State<AppState>, caller: Caller, url: Reques
 /// Get one source.
 #[utoipa::path(get, path = "/api/v1/settings/sources/{id}", tag = "settings", params(("id" = i64, Path)),
     responses((status = 200, body = Source, description = "The source"), (status = 404, body = Problem)))]
-async fn get_source(State(state): State<AppState>, caller: Caller, Path(id): Path<String>) -> Result<Json<Source>, ApiError> {
-    Ok(Json(visible_source(&state, &caller, &id).await?.into()))
+async fn get_source(State(state): State<AppState>, caller: Caller, Path(id): Path<String>) -> Result<One<Source>, ApiError> {
+    Ok(One(visible_source(&state, &caller, &id).await?.into()))
 }
 
 /// Create a source (admin).
@@ -77,11 +78,13 @@ async fn update_source(
     State(state): State<AppState>,
     Admin(caller): Admin,
     Path(id): Path<String>,
+    if_match: IfMatch,
     JsonBody(input): JsonBody<SourceInput>,
-) -> Result<Json<Source>, ApiError> {
+) -> Result<One<Source>, ApiError> {
     let current = visible_source(&state, &caller, &id).await?;
     let (shop_id, name) = validate_source(&state, &caller, &input).await?;
     let mut change = Change::begin(&state.db, caller.company_id).await?;
+    if_match.verify::<Source, _>(&current, store::find(change.tx(), caller.company_id, current.id)).await?;
     let source = Source::from(
         store::update(change.tx(), caller.company_id, current.id, shop_id, &name, input.active.unwrap_or(current.active))
             .await
@@ -90,7 +93,7 @@ async fn update_source(
     );
     change.record("source.updated", Some(source.shop_id), &source)?;
     change.commit().await?;
-    Ok(Json(source))
+    Ok(One(source))
 }
 
 /// The shop and the trimmed name of a create or update body (PUT validates like create).

@@ -1,11 +1,11 @@
 use crate::{
-    db::{Db, DbError, Query, ShopFilter, Tx, now_micros, page::{PageRequest, Sort, fetch_page}},
+    db::{Db, DbError, Query, Reader, ShopFilter, Tx, now_micros, page::{PageRequest, Sort, fetch_page}},
 };
 
 /// Sortable fields and their columns.
 pub const SORTS: &[Sort] = &[("name", "name_key")];
 
-#[derive(Debug, crate::db::FromRow)]
+#[derive(Debug, Clone, crate::db::FromRow)]
 pub struct SourceRow {
     pub id: i64,
     pub shop_id: i64,
@@ -37,11 +37,11 @@ pub async fn for_shops(db: &Db, company_id: i64, shops: &ShopFilter) -> Result<V
     db.fetch_all(&q).await
 }
 
-pub async fn find(db: &Db, company_id: i64, id: i64) -> Result<Option<SourceRow>, DbError> {
+pub async fn find(from: impl Into<Reader<'_>>, company_id: i64, id: i64) -> Result<Option<SourceRow>, DbError> {
     let q = Query::new(format!("SELECT {COLUMNS} FROM sources WHERE company_id = $1 AND id = $2"))
         .bind(company_id)
         .bind(id);
-    db.fetch_optional(&q).await
+    from.into().fetch_optional(q).await
 }
 
 fn insert_query(company_id: i64, shop_id: i64, name: &str, active: bool) -> Query {

@@ -22,7 +22,8 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 use crate::{
     auth::{Admin, Caller, parse_shop_list},
     change::Change,
-    db::{DbError, ShopFilter, Tx},
+    conditional::{IfMatch, One},
+    db::{DbError, Query, ShopFilter},
     error::{ApiError, Problem},
     events::{Event, store::EventRow},
     extract::{JsonBody, path_id},
@@ -85,15 +86,16 @@ async fn create_webhook(State(state): State<AppState>, Admin(caller): Admin, Jso
     let location = format!("/api/v1/webhooks/{}", webhook.id);
     // A repeat never gets the secret again: its answer has `secret: null`.
     change.replay_as(StatusCode::CREATED, Some(&location), &crate::api_keys::with_null(&webhook, "secret"))?;
+    let tag = crate::conditional::etag_of(&webhook)?;
     webhook.secret = Some(secret);
-    change.commit_created(location, webhook).await
+    Ok(crate::conditional::with_etag(change.commit_created(location, webhook).await?, &tag))
 }
 
 /// Get a webhook (admin). The secret is never shown again.
 #[utoipa::path(get, path = "/api/v1/webhooks/{id}", tag = "webhooks", params(("id" = i64, Path)),
     responses((status = 200, body = Webhook, description = "The webhook"), (status = 404, body = Problem, description = "No such webhook")))]
-async fn get_webhook(State(state): State<AppState>, Admin(caller): Admin, Path(id): Path<String>) -> Result<Json<Webhook>, ApiError> {
-    Ok(Json(visible(&state, &caller, &id).await?.into()))
+async fn get_webhook(State(state): State<AppState>, Admin(caller): Admin, Path(id): Path<String>) -> Result<One<Webhook>, ApiError> {
+    Ok(One(visible(&state, &caller, &id).await?.into()))
 }
 
 /// Replace a webhook's settings (admin): the create body, plus `enabled`. Enabling a disabled
@@ -105,23 +107,26 @@ async fn update_webhook(
     State(state): State<AppState>,
     Admin(caller): Admin,
     Path(id): Path<String>,
+    if_match: IfMatch,
     JsonBody(input): JsonBody<WebhookInput>,
-) -> Result<Json<Webhook>, ApiError> {
+) -> Result<One<Webhook>, ApiError> {
     let current = visible(&state, &caller, &id).await?;
     let shops = known_shops(&state, &caller, input.shop_ids.as_deref()).await?;
     let fields = model::read(input, Some(&current), &caller, &shops, state.config.webhook_allow_private)?;
     let mut change = Change::begin(&state.db, caller.company_id).await?;
+    if_match.verify::<Webhook, _>(&current, store::find(change.tx(), caller.company_id, current.id)).await?;
     let row = store::update(change.tx(), caller.company_id, current.id, &fields).await?.ok_or_else(|| ApiError::not_found("Webhook"))?;
     change.commit().await?;
-    Ok(Json(row.into()))
+    Ok(One(row.into()))
 }
 
 /// Delete a webhook and its delivery log (admin). Nothing more is sent to it.
 #[utoipa::path(delete, path = "/api/v1/webhooks/{id}", tag = "webhooks", params(("id" = i64, Path)),
     responses((status = 204, description = "Deleted"), (status = 404, body = Problem, description = "No such webhook")))]
-async fn delete_webhook(State(state): State<AppState>, Admin(caller): Admin, Path(id): Path<String>) -> Result<StatusCode, ApiError> {
+async fn delete_webhook(State(state): State<AppState>, Admin(caller): Admin, Path(id): Path<String>, if_match: IfMatch) -> Result<StatusCode, ApiError> {
     let current = visible(&state, &caller, &id).await?;
     let mut change = Change::begin(&state.db, caller.company_id).await?;
+    if_match.verify::<Webhook, _>(&current, store::find(change.tx(), caller.company_id, current.id)).await?;
     if !store::delete(change.tx(), caller.company_id, current.id).await? {
         return Err(ApiError::not_found("Webhook"));
     }
@@ -154,7 +159,7 @@ async fn test_webhook(State(state): State<AppState>, Admin(caller): Admin, Path(
         "company_id": caller.company_id, "shop_id": null, "data": {"webhook_id": webhook.id},
     });
     let mut change = Change::begin(&state.db, caller.company_id).await?;
-    let delivery = NewDelivery { webhook_id: webhook.id, event_id, event_type: "webhook.test", payload: payload.to_string() };
+    let delivery = NewDelivery { webhook_id: webhook.id, event_id, event_type: "webhook.test".into(), payload: payload.to_string() };
     let row = store::enqueue(change.tx(), caller.company_id, &[delivery]).await?.pop();
     let delivery = Delivery::from(row.ok_or_else(|| ApiError::Internal("queued delivery missing".into()))?);
     change.replay_as(StatusCode::ACCEPTED, None, &delivery)?;
@@ -180,16 +185,15 @@ async fn known_shops(state: &AppState, caller: &Caller, requested: Option<&[i64]
     Ok(rows.into_iter().map(|s| s.id).collect())
 }
 
-/// Queues a delivery of each new event to each enabled webhook that takes it, in the change's
-/// transaction. Returns how many were queued.
-pub async fn queue_deliveries(tx: &mut Tx, company_id: i64, events: Vec<EventRow>) -> Result<usize, DbError> {
-    let subscriptions = store::subscriptions(tx, company_id).await?;
-    if subscriptions.is_empty() {
-        return Ok(0);
-    }
+/// The insert queueing a delivery of each new event to each enabled webhook that takes it (its
+/// patterns and shops), for the change's transaction; `None` when no webhook takes any.
+pub fn enqueue_query(company_id: i64, subscriptions: &[store::Subscription], events: Vec<EventRow>) -> Result<Option<Query>, DbError> {
     let mut deliveries = Vec::new();
+    if subscriptions.is_empty() {
+        return Ok(None);
+    }
     let events: Vec<Event> = events.into_iter().map(|row| Event::from_row(company_id, row)).collect();
-    for s in &subscriptions {
+    for s in subscriptions {
         let patterns: Vec<String> = serde_json::from_str(&s.events).unwrap_or_default();
         let shops = parse_shop_list(s.shop_ids.as_deref());
         for event in &events {
@@ -200,11 +204,11 @@ pub async fn queue_deliveries(tx: &mut Tx, company_id: i64, events: Vec<EventRow
             };
             if in_scope && pattern_matches(&patterns, &event.kind) {
                 let payload = serde_json::to_string(event).map_err(|e| DbError::Other(format!("serializing an event: {e}")))?;
-                deliveries.push(NewDelivery { webhook_id: s.id, event_id: event.id.clone(), event_type: &event.kind, payload });
+                deliveries.push(NewDelivery { webhook_id: s.id, event_id: event.id.clone(), event_type: event.kind.clone(), payload });
             }
         }
     }
-    Ok(store::enqueue(tx, company_id, &deliveries).await?.len())
+    Ok(store::enqueue_query(company_id, &deliveries))
 }
 
 static WAKE: LazyLock<std::sync::Arc<tokio::sync::Notify>> = LazyLock::new(Default::default);

@@ -4,7 +4,10 @@
 //! skip rows another replica has locked (`FOR UPDATE SKIP LOCKED`), so each attempt is made by
 //! one replica; SQLite has one writer in one process and needs no lock clause.
 
-use crate::db::{Db, DbError, FromRow, Query, Tx, now_micros, page::{PageRequest, fetch_page}};
+use crate::{
+    db::{Db, DbError, FromRow, Query, Reader, Tx, now_micros, page::{PageRequest, fetch_page}},
+    events::store::EventRow,
+};
 
 #[derive(Debug, Clone, FromRow)]
 pub struct WebhookRow {
@@ -37,8 +40,8 @@ pub async fn all(db: &Db, company_id: i64) -> Result<Vec<WebhookRow>, DbError> {
     db.fetch_all(&Query::new(format!("SELECT {COLUMNS} FROM webhooks WHERE company_id = $1 ORDER BY id")).bind(company_id)).await
 }
 
-pub async fn find(db: &Db, company_id: i64, id: i64) -> Result<Option<WebhookRow>, DbError> {
-    db.fetch_optional(&Query::new(format!("SELECT {COLUMNS} FROM webhooks WHERE company_id = $1 AND id = $2")).bind(company_id).bind(id))
+pub async fn find(from: impl Into<Reader<'_>>, company_id: i64, id: i64) -> Result<Option<WebhookRow>, DbError> {
+    from.into().fetch_optional(Query::new(format!("SELECT {COLUMNS} FROM webhooks WHERE company_id = $1 AND id = $2")).bind(company_id).bind(id))
         .await
 }
 
@@ -90,22 +93,73 @@ pub struct Subscription {
     pub shop_ids: Option<String>,
 }
 
-pub async fn subscriptions(tx: &mut Tx, company_id: i64) -> Result<Vec<Subscription>, DbError> {
-    tx.fetch_all(&Query::new("SELECT id, events, shop_ids FROM webhooks WHERE company_id = $1 AND enabled").bind(company_id)).await
+/// An event just inserted, with the company's enabled webhooks (`[[id, events, shop_ids], ...]`
+/// as JSON text): what [`inserted_with_subscriptions`] returns on PostgreSQL.
+#[derive(Debug, FromRow)]
+pub struct InsertedEvent {
+    pub xid: i64,
+    pub id: i64,
+    pub kind: String,
+    pub shop_id: Option<i64>,
+    pub data: String,
+    pub created_at: i64,
+    pub webhooks: String,
+}
+
+/// PostgreSQL only: `insert` (the events insert of a change, whose `$1` is the company) and
+/// the company's enabled webhooks, in one statement, so the outbox costs one round trip.
+pub fn inserted_with_subscriptions(insert: Query) -> Query {
+    insert.wrapped(
+        "WITH ev AS (",
+        ") SELECT ev.xid, ev.id, ev.kind, ev.shop_id, ev.data, ev.created_at, \
+         (SELECT COALESCE(json_agg(json_build_array(w.id, w.events, w.shop_ids)), '[]')::text \
+          FROM webhooks w WHERE w.company_id = $1 AND w.enabled) AS webhooks FROM ev",
+    )
+}
+
+impl InsertedEvent {
+    /// The event row, and the webhooks (the same on every row of one insert).
+    pub fn split(rows: Vec<InsertedEvent>) -> (Vec<EventRow>, Vec<Subscription>) {
+        let subscriptions = rows
+            .first()
+            .and_then(|r| serde_json::from_str::<Vec<(i64, String, Option<String>)>>(&r.webhooks).ok())
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(id, events, shop_ids)| Subscription { id, events, shop_ids })
+            .collect();
+        let events = rows
+            .into_iter()
+            .map(|r| EventRow { xid: r.xid, id: r.id, kind: r.kind, shop_id: r.shop_id, data: r.data, created_at: r.created_at })
+            .collect();
+        (events, subscriptions)
+    }
+}
+
+/// The company's enabled webhooks, as the fan-out of a change reads them.
+pub fn subscriptions_query(company_id: i64) -> Query {
+    Query::new("SELECT id, events, shop_ids FROM webhooks WHERE company_id = $1 AND enabled").bind(company_id)
 }
 
 /// A delivery to queue: which webhook, which event, the body to send.
-pub struct NewDelivery<'a> {
+pub struct NewDelivery {
     pub webhook_id: i64,
     pub event_id: String,
-    pub event_type: &'a str,
+    pub event_type: String,
     pub payload: String,
 }
 
 /// Queues deliveries due now, in the caller's transaction. Returns their rows.
-pub async fn enqueue(tx: &mut Tx, company_id: i64, deliveries: &[NewDelivery<'_>]) -> Result<Vec<DeliveryRow>, DbError> {
+pub async fn enqueue(tx: &mut Tx, company_id: i64, deliveries: &[NewDelivery]) -> Result<Vec<DeliveryRow>, DbError> {
+    match enqueue_query(company_id, deliveries) {
+        Some(q) => tx.fetch_all(&q).await,
+        None => Ok(Vec::new()),
+    }
+}
+
+/// The insert of `deliveries`, returning their rows; `None` when there are none.
+pub fn enqueue_query(company_id: i64, deliveries: &[NewDelivery]) -> Option<Query> {
     if deliveries.is_empty() {
-        return Ok(Vec::new());
+        return None;
     }
     let now = now_micros();
     let mut q = Query::new(
@@ -114,11 +168,11 @@ pub async fn enqueue(tx: &mut Tx, company_id: i64, deliveries: &[NewDelivery<'_>
     for (i, d) in deliveries.iter().enumerate() {
         q.push(if i == 0 { "(" } else { ", (" });
         q.push_bind(company_id).push(", ").push_bind(d.webhook_id).push(", ").push_bind(d.event_id.as_str()).push(", ");
-        q.push_bind(d.event_type).push(", ").push_bind(d.payload.as_str()).push(", 'pending', 0, ");
+        q.push_bind(d.event_type.as_str()).push(", ").push_bind(d.payload.as_str()).push(", 'pending', 0, ");
         q.push_bind(now).push(", ").push_bind(now).push(", ").push_bind(now).push(")");
     }
     q.push(&format!(" RETURNING {DELIVERY_COLUMNS}"));
-    tx.fetch_all(&q).await
+    Some(q)
 }
 
 #[derive(Debug, Clone, FromRow)]

@@ -1,5 +1,6 @@
 //! HTTP tests: every behaviour driven through the real router on SQLite and PostgreSQL.
 
+mod raw;
 mod support;
 
 mod api_keys;
@@ -8,6 +9,7 @@ mod appointments_delete;
 mod appointments_list;
 mod appointments_tz;
 mod bays;
+mod conditional;
 mod customer_search;
 mod customers;
 mod errors;
@@ -24,4 +26,6 @@ mod settings;
 mod ship_tos;
 mod shops;
 mod tenancy;
+mod transport;
+mod transport_limits;
 mod webhooks;

@@ -246,6 +246,32 @@ impl SqliteTx {
         self.notices.push(notice);
     }
 
+    /// Runs `last` as the transaction's final statements and commits, in one hand-off to the
+    /// writer instead of one per statement; answered with what `last` returned once the group
+    /// holding this transaction is on disk.
+    pub async fn commit_with<T, F>(self, last: F) -> Result<T, DbError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection) -> Result<T, DbError> + Send + 'static,
+    {
+        let (reply, answer) = oneshot::channel::<Result<T, DbError>>();
+        let command = Command::CommitWith(Box::new(move |conn| match guarded(conn, last) {
+            Ok(value) => Some(Box::new(move |outcome: Result<(), DbError>| {
+                let _ = reply.send(outcome.map(|()| value));
+            }) as writer::Answer),
+            Err(e) => {
+                let _ = reply.send(Err(e));
+                None
+            }
+        }));
+        self.commands.send(command).map_err(|_| aborted())?;
+        let value = answer.await.map_err(|_| aborted())??;
+        for notice in self.notices {
+            let _ = self.broadcast.send(notice);
+        }
+        Ok(value)
+    }
+
     /// Commits; answered once the group holding this transaction is on disk.
     pub async fn commit(self) -> Result<(), DbError> {
         let (reply, answer) = oneshot::channel();
@@ -257,6 +283,24 @@ impl SqliteTx {
         }
         Ok(())
     }
+}
+
+/// Writes a consistent copy of the SQLite database at `url` to `to` (which must not exist):
+/// `VACUUM INTO` reads one snapshot while writers go on (WAL), and the copy appears under its
+/// name only once complete. Returns its size in bytes.
+pub fn backup(url: &str, to: &Path) -> anyhow::Result<u64> {
+    use anyhow::Context;
+    let from = path_of(url)?;
+    anyhow::ensure!(from.exists(), "no database at {}", from.display());
+    anyhow::ensure!(!to.exists(), "{} exists already; backups never overwrite", to.display());
+    let partial = to.with_extension("partial");
+    let _ = std::fs::remove_file(&partial);
+    let conn = Connection::open_with_flags(&from, OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX)?;
+    conn.busy_timeout(std::time::Duration::from_secs(30))?;
+    conn.execute("VACUUM INTO ?1", [partial.to_string_lossy().as_ref()]).context("copying the database")?;
+    drop(conn);
+    std::fs::rename(&partial, to).with_context(|| format!("moving the copy to {}", to.display()))?;
+    Ok(std::fs::metadata(to)?.len())
 }
 
 fn aborted() -> DbError {

@@ -50,6 +50,9 @@ pub enum Command {
     /// A statement inside the transaction; it answers its caller itself, at once.
     Run(Box<dyn FnOnce(&Connection) + Send>),
     Commit(oneshot::Sender<Result<(), DbError>>),
+    /// The transaction's last statements, then its commit: one hand-off for both. `None`: they
+    /// failed (the closure has answered its caller) and the transaction rolls back.
+    CommitWith(Box<dyn FnOnce(&Connection) -> Option<Answer> + Send>),
 }
 
 /// Starts the writer thread; it ends when every sender of `jobs` is gone.
@@ -144,6 +147,17 @@ fn run_unit(conn: &Connection, commands: Receiver<Command>, answers: &mut Vec<An
                 }));
                 return true;
             }
+            Ok(Command::CommitWith(last)) => match catch_unwind(AssertUnwindSafe(|| last(conn))) {
+                Ok(Some(answer)) => {
+                    answers.push(answer);
+                    return true;
+                }
+                Ok(None) => return false,
+                Err(_) => {
+                    tracing::error!("a statement on the SQLite writer panicked");
+                    return false;
+                }
+            },
             Err(RecvTimeoutError::Disconnected) => return false,
             Err(RecvTimeoutError::Timeout) => {
                 tracing::warn!("a write transaction sent nothing for {UNIT_IDLE_TIMEOUT:?}; rolled back");
