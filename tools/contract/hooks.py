@@ -99,6 +99,9 @@ def positive_data_acceptance_by_rule(ctx, response, case):
     meta = case.meta
     if meta is None or not meta.generation.mode.is_positive:
         return None
+    # A case can be "positive" overall with one part (a header, say) made invalid on purpose.
+    if any(not component.mode.is_positive for component in (meta.components or {}).values()):
+        return None
     status = response.status_code
     if 200 <= status < 300 or status in ACCEPTED:
         return None
