@@ -217,6 +217,10 @@ pub struct AppointmentInput {
     #[serde(default)]
     #[schema(schema_with = nullable_source_schema)]
     pub source: Patch<String>,
+    /// Create only: book exactly the shop, bay and time of this hold (`POST /api/v1/holds`)
+    /// and consume it.
+    #[serde(default)]
+    pub hold_id: Option<i64>,
 }
 
 /// The `source` enum of a create body.
@@ -355,4 +359,8 @@ pub struct NewAppointment {
     /// Default `API`.
     #[schema(schema_with = source_schema)]
     source: Option<String>,
+    /// A live hold (`POST /api/v1/holds`): the appointment takes exactly its shop, bay and time
+    /// and consumes it. `shop_id`, `date`, `hours` and `column` may then be omitted; given,
+    /// they must equal the hold's (else 422). A hold that expired or was used answers 409.
+    hold_id: Option<i64>,
 }

@@ -20,7 +20,11 @@ use axum::{
 use utoipa_axum::{router::OpenApiRouter, routes};
 
 use crate::{
-    appointments::timing::{MICROS_PER_HOUR, local_parts, parse_date, parse_schedule},
+    appointments::{
+        model::AppointmentInput,
+        patch::Patch,
+        timing::{MICROS_PER_HOUR, local_parts, parse_date, parse_schedule},
+    },
     auth::{Caller, Writer},
     availability::slots::{inside_one, opening_intervals},
     bays::store::{self as bays, BayRow},
@@ -199,4 +203,53 @@ pub fn spawn_purge(db: Db) {
             }
         }
     });
+}
+
+/// For `POST /api/v1/appointments` with `hold_id`: fills the omitted `shop_id`, `date`,
+/// `hours` and `column` from the hold, checks the given ones equal the hold's (else 422), and
+/// returns the hold for [`consume`]. An unknown hold, or one outside the key's shops, is a 422
+/// on `hold_id`; one no longer live is a 409.
+pub async fn fill_from_hold(db: &Db, caller: &Caller, input: &mut AppointmentInput, hold_id: i64) -> Result<store::HoldRow, ApiError> {
+    let invalid = || ApiError::invalid("hold_id", "The selected hold_id is invalid.");
+    let hold = store::find(db, caller.company_id, hold_id).await?.filter(|h| caller.can_see_shop(h.shop_id)).ok_or_else(invalid)?;
+    if hold.state != "held" || hold.expires_at <= now_micros() {
+        return Err(hold_not_live());
+    }
+    let shop = crate::shops::store::find(db, caller.company_id, hold.shop_id).await?.ok_or_else(invalid)?;
+    let bay = bays::find(db, caller.company_id, hold.bay_id).await?.ok_or_else(invalid)?;
+    let mut errors = FieldErrors::default();
+    let e = &mut errors;
+    same(e, "shop_id", &mut input.shop_id, hold.shop_id, &|v: &i64| *v == hold.shop_id);
+    let duration = |h: f64| (h * MICROS_PER_HOUR).round() as i64;
+    same(e, "hours", &mut input.hours, hold.hours, &|v: &f64| duration(*v) == hold.end_at - hold.start_at);
+    let tz = shop.tz();
+    let start = crate::time::format_micros(hold.start_at);
+    same(e, "date", &mut input.date, start, &|v: &String| parse_schedule(v, tz).map(|t| t.timestamp_micros()) == Some(hold.start_at));
+    let title = bay.title.to_lowercase();
+    same(e, "column", &mut input.column, bay.title.clone(), &|v: &String| v.trim().to_lowercase() == title);
+    errors.into_result()?;
+    Ok(hold)
+}
+
+/// An omitted field takes the hold's value; a given one must match it.
+fn same<T>(errors: &mut FieldErrors, field: &str, patch: &mut Patch<T>, held: T, equal: &dyn Fn(&T) -> bool) {
+    match patch {
+        Patch::Missing => *patch = Patch::Value(held),
+        Patch::Value(v) if equal(v) => {}
+        _ => errors.add(field, format!("The {field} must equal the hold's (or be omitted).")),
+    }
+}
+
+/// Consumes a hold inside the booking's transaction: 409 when it expired or was used,
+/// released or consumed by a concurrent booking meanwhile.
+pub async fn consume(change: &mut Change, hold: &store::HoldRow) -> Result<(), ApiError> {
+    let company_id = change.company_id();
+    match store::end(change.tx(), company_id, hold.id, "booked", now_micros()).await? {
+        true => Ok(()),
+        false => Err(hold_not_live()),
+    }
+}
+
+fn hold_not_live() -> ApiError {
+    ApiError::Conflict("The hold has expired or was already used or released.".into())
 }
