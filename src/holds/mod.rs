@@ -29,6 +29,7 @@ use crate::{
     availability::slots::{inside_one, opening_intervals},
     bays::store::{self as bays, BayRow},
     change::Change,
+    conditional::One,
     db::{Db, DbError, ShopFilter, now_micros},
     error::{ApiError, FieldErrors, Problem},
     extract::{JsonBody, path_id},
@@ -41,7 +42,7 @@ use model::{Hold, HoldInput};
 use store::NewHold;
 
 pub fn router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().routes(routes!(create_hold)).routes(routes!(release_hold))
+    OpenApiRouter::new().routes(routes!(create_hold)).routes(routes!(get_hold, release_hold))
 }
 
 /// Hold a bay (`write` or `admin` key): reserves it for `[date, date + hours)` until
@@ -86,6 +87,16 @@ async fn create_hold(State(state): State<AppState>, Writer(caller): Writer, Json
         true => "The bay is not free for the whole time.".into(),
         false => "No bay is free for the whole time.".into(),
     }))
+}
+
+/// Get one hold (any role), as its create answered it; `expires_at` says whether it is still
+/// live (a booked or released hold answers too, until it is purged a day after expiring).
+#[utoipa::path(get, path = "/api/v1/holds/{id}", tag = "booking", params(("id" = i64, Path)),
+    responses((status = 200, body = Hold), (status = 404, body = Problem)))]
+async fn get_hold(State(state): State<AppState>, caller: Caller, Path(id): Path<String>) -> Result<One<Hold>, ApiError> {
+    let hold = visible(&state.db, &caller, &id).await?;
+    let bay = bays::find(&state.db, caller.company_id, hold.bay_id).await?.ok_or_else(|| ApiError::not_found("Hold"))?;
+    Ok(One(Hold::new(&hold, bay.title)))
 }
 
 /// Release a hold (`write` or `admin` key): its bay is free again at once. A hold already

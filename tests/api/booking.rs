@@ -276,6 +276,7 @@ async fn holds_book_once_release_and_expire(backend: Backend) {
         (Some("Lift 1"), Some("2030-01-07T15:00:00.000000Z"), Some("2030-01-07T16:30:00.000000Z"))
     );
     let first = r.body["hold_id"].as_i64().unwrap();
+    assert_eq!(app.get(key, &format!("/api/v1/holds/{first}")).await.ok(), &r.body);
     // The next hold at an overlapping time takes the next bay; then none is left.
     assert_eq!(hold("2030-01-07T10:00:00", None).await.body["column"], "Lift 2");
     hold("2030-01-07T09:30:00", None).await.problem(409);
