@@ -15,6 +15,7 @@ crate::backend_tests!(
     availability_follows_hours_bays_appointments_and_dst,
     availability_and_holds_validate_and_scope,
     holds_book_once_release_and_expire,
+    the_database_itself_refuses_overlapping_live_holds,
 );
 
 const HOUR: i64 = 3_600_000_000;
@@ -316,4 +317,33 @@ async fn holds_book_once_release_and_expire(backend: Backend) {
     late.as_object_mut().unwrap().remove("date");
     app.post(key, "/api/v1/appointments", late).await.problem(409);
     assert_eq!(hold("2030-01-08T09:30:00", Some("Lift 2")).await.status, 201);
+}
+
+/// The rule holds below the server's own checks: two transactions inserting overlapping live
+/// holds on one bay straight through the store (no busy-bay read first) cannot both commit.
+async fn the_database_itself_refuses_overlapping_live_holds(backend: Backend) {
+    use autoshop::{
+        db::DbError,
+        holds::store::{self, NewHold},
+    };
+    let app = TestApp::spawn(backend).await;
+    let shop = open_shop(&app, "UTC", 2).await;
+    let bays = app.get(&app.admin_key, &format!("/api/v1/bays?filter[shop_id]={shop}&sort=order")).await.ids("id");
+    let base = micros("2030-01-07T09:00:00Z");
+    let hold =
+        |bay_id: i64, start: i64, expires_at: i64| NewHold { shop_id: shop, bay_id, start_at: start, end_at: start + HOUR, hours: 1.0, expires_at };
+    let far = base + 24 * HOUR;
+    let insert = |h: NewHold| {
+        let (db, company) = (app.db.clone(), app.company_id);
+        async move {
+            let mut tx = db.begin().await?;
+            store::insert(&mut tx, company, &h, base - HOUR).await?;
+            tx.commit().await
+        }
+    };
+    insert(hold(bays[0], base, far)).await.unwrap();
+    assert!(matches!(insert(hold(bays[0], base + HOUR / 2, far)).await, Err(DbError::Overlap)));
+    // Touching ends do not overlap; another bay is another bay.
+    insert(hold(bays[0], base + HOUR, far)).await.unwrap();
+    insert(hold(bays[1], base, far)).await.unwrap();
 }
