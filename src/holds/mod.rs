@@ -72,6 +72,7 @@ async fn create_hold(State(state): State<AppState>, Writer(caller): Writer, Json
         store::retire_expired(change.tx(), company, shop, wanted.start, wanted.end, now).await?;
         let busy = store::busy_bays(change.tx(), company, shop, wanted.start, wanted.end, now).await?;
         let Some(bay) = wanted.bays.iter().find(|b| !busy.contains(&b.id)) else { break };
+        store::lock_bay(change.tx(), company, bay.id).await?;
         let new = NewHold { shop_id: shop, bay_id: bay.id, start_at: wanted.start, end_at: wanted.end, hours: wanted.hours, expires_at };
         let row = match store::insert(change.tx(), company, &new, now).await {
             Err(DbError::Overlap) => continue,
