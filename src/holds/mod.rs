@@ -39,7 +39,7 @@ use crate::{
     state::AppState,
 };
 use model::{Hold, HoldInput};
-use store::NewHold;
+use store::HoldRow;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(create_hold)).routes(routes!(get_hold, release_hold))
@@ -73,7 +73,16 @@ async fn create_hold(State(state): State<AppState>, Writer(caller): Writer, Json
         let busy = store::busy_bays(change.tx(), company, shop, wanted.start, wanted.end, now).await?;
         let Some(bay) = wanted.bays.iter().find(|b| !busy.contains(&b.id)) else { break };
         store::lock_bay(change.tx(), company, bay.id).await?;
-        let new = NewHold { shop_id: shop, bay_id: bay.id, start_at: wanted.start, end_at: wanted.end, hours: wanted.hours, expires_at };
+        let new = HoldRow {
+            id: 0,
+            shop_id: shop,
+            bay_id: bay.id,
+            start_at: wanted.start,
+            end_at: wanted.end,
+            hours: wanted.hours,
+            expires_at,
+            state: "held".into(),
+        };
         let row = match store::insert(change.tx(), company, &new, now).await {
             Err(DbError::Overlap) => continue,
             other => other?,
@@ -116,7 +125,7 @@ async fn release_hold(State(state): State<AppState>, Writer(caller): Writer, Pat
 }
 
 /// A hold of the caller's company in a shop the key may see, or 404.
-async fn visible(db: &Db, caller: &Caller, raw_id: &str) -> Result<store::HoldRow, ApiError> {
+async fn visible(db: &Db, caller: &Caller, raw_id: &str) -> Result<HoldRow, ApiError> {
     let id = path_id(raw_id, "Hold")?;
     store::find(db, caller.company_id, id).await?.filter(|h| caller.can_see_shop(h.shop_id)).ok_or_else(|| ApiError::not_found("Hold"))
 }
@@ -221,7 +230,7 @@ pub fn spawn_purge(db: Db) {
 /// `hours` and `column` from the hold, checks the given ones equal the hold's (else 422), and
 /// returns the hold for [`consume`]. An unknown hold, or one outside the key's shops, is a 422
 /// on `hold_id`; one no longer live is a 409.
-pub async fn fill_from_hold(db: &Db, caller: &Caller, input: &mut AppointmentInput, hold_id: i64) -> Result<store::HoldRow, ApiError> {
+pub async fn fill_from_hold(db: &Db, caller: &Caller, input: &mut AppointmentInput, hold_id: i64) -> Result<HoldRow, ApiError> {
     let invalid = || ApiError::invalid("hold_id", "The selected hold_id is invalid.");
     let hold = store::find(db, caller.company_id, hold_id).await?.filter(|h| caller.can_see_shop(h.shop_id)).ok_or_else(invalid)?;
     if hold.state != "held" || hold.expires_at <= now_micros() {
@@ -254,7 +263,7 @@ fn same<T>(errors: &mut FieldErrors, field: &str, patch: &mut Patch<T>, held: T,
 
 /// Consumes a hold inside the booking's transaction: 409 when it expired or was used,
 /// released or consumed by a concurrent booking meanwhile.
-pub async fn consume(change: &mut Change, hold: &store::HoldRow) -> Result<(), ApiError> {
+pub async fn consume(change: &mut Change, hold: &HoldRow) -> Result<(), ApiError> {
     let company_id = change.company_id();
     match store::end(change.tx(), company_id, hold.id, "booked", now_micros()).await? {
         true => Ok(()),

@@ -8,6 +8,7 @@ use crate::db::{Db, DbError, Query, Tx};
 
 #[derive(Debug, Clone, crate::db::FromRow)]
 pub struct HoldRow {
+    /// 0 in a hold about to be inserted.
     pub id: i64,
     pub shop_id: i64,
     pub bay_id: i64,
@@ -95,17 +96,9 @@ pub async fn lock_bay(tx: &mut Tx, company_id: i64, bay_id: i64) -> Result<(), D
     Ok(())
 }
 
-pub struct NewHold {
-    pub shop_id: i64,
-    pub bay_id: i64,
-    pub start_at: i64,
-    pub end_at: i64,
-    pub hours: f64,
-    pub expires_at: i64,
-}
-
-/// `Err(DbError::Overlap)` when a live hold on the bay overlaps it.
-pub async fn insert(tx: &mut Tx, company_id: i64, h: &NewHold, now: i64) -> Result<HoldRow, DbError> {
+/// Inserts `h` as a live hold (its `id` and `state` are the database's) and returns the stored
+/// row. `Err(DbError::Overlap)` when a live hold on the bay overlaps it.
+pub async fn insert(tx: &mut Tx, company_id: i64, h: &HoldRow, now: i64) -> Result<HoldRow, DbError> {
     let q = Query::new(format!(
         "INSERT INTO holds (company_id, shop_id, bay_id, start_at, end_at, hours, expires_at, state, created_at) \
          VALUES ($1, $2, $3, $4, $5, $6, $7, 'held', $8) RETURNING {COLUMNS}"

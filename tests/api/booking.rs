@@ -324,16 +324,24 @@ async fn holds_book_once_release_and_expire(backend: Backend) {
 async fn the_database_itself_refuses_overlapping_live_holds(backend: Backend) {
     use autoshop::{
         db::DbError,
-        holds::store::{self, NewHold},
+        holds::store::{self, HoldRow},
     };
     let app = TestApp::spawn(backend).await;
     let shop = open_shop(&app, "UTC", 2).await;
     let bays = app.get(&app.admin_key, &format!("/api/v1/bays?filter[shop_id]={shop}&sort=order")).await.ids("id");
     let base = micros("2030-01-07T09:00:00Z");
-    let hold =
-        |bay_id: i64, start: i64, expires_at: i64| NewHold { shop_id: shop, bay_id, start_at: start, end_at: start + HOUR, hours: 1.0, expires_at };
+    let hold = |bay_id: i64, start: i64, expires_at: i64| HoldRow {
+        id: 0,
+        shop_id: shop,
+        bay_id,
+        start_at: start,
+        end_at: start + HOUR,
+        hours: 1.0,
+        expires_at,
+        state: "held".into(),
+    };
     let far = base + 24 * HOUR;
-    let insert = |h: NewHold| {
+    let insert = |h: HoldRow| {
         let (db, company) = (app.db.clone(), app.company_id);
         async move {
             let mut tx = db.begin().await?;
