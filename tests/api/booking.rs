@@ -16,6 +16,7 @@ crate::backend_tests!(
     availability_and_holds_validate_and_scope,
     holds_book_once_release_and_expire,
     the_database_itself_refuses_overlapping_live_holds,
+    expired_holds_are_retired_by_racing_writers,
 );
 
 const HOUR: i64 = 3_600_000_000;
@@ -71,30 +72,7 @@ async fn fifty_clients_race_for_one_bay_and_one_wins_each_conflict(backend: Back
     // Half the clients go through a second server (another replica with its own pool on
     // PostgreSQL). Starts every 20 minutes over 3 hours, one hour each: heavy overlap.
     let replica = app.spawn_replica().await;
-    let bodies = (0..50)
-        .map(|n| json!({"shop_id": shop, "date": format!("2030-01-07T{:02}:{:02}:00Z", 9 + (n % 9) / 3, (n % 3) * 20), "hours": 1, "column": "Lift 1"}))
-        .collect();
-    let answers = race(&app, &replica, bodies).await;
-    let mut won: Vec<(i64, i64, i64)> = Vec::new();
-    for (status, b) in &answers {
-        match status {
-            201 => won.push((b["hold_id"].as_i64().unwrap(), micros(b["start"].as_str().unwrap()), micros(b["end"].as_str().unwrap()))),
-            409 => {}
-            other => panic!("unexpected {other}: {b}"),
-        }
-    }
-    assert!(!won.is_empty());
-    for (i, a) in won.iter().enumerate() {
-        for b in &won[i + 1..] {
-            assert!(a.2 <= b.1 || b.2 <= a.1, "two holds overlap on one bay: {a:?} {b:?}");
-        }
-    }
-    // Every refused time lost to a winner: a hold overlaps it.
-    let base = micros("2030-01-07T09:00:00Z");
-    for n in 0..9 {
-        let start = base + n * HOUR / 3;
-        assert!(won.iter().any(|w| w.1 < start + HOUR && w.2 > start), "the time at {n} was refused although no hold took it");
-    }
+    let won = race_for_lift_1(&app, &replica, shop).await;
     // Availability agrees: Lift 1 is free exactly where no winning hold is.
     let r = app.get(&app.admin_key, &format!("/api/v1/availability?filter[shop_id]={shop}&start_date=2030-01-07&hours=1&step=10")).await;
     for (start, end, cols) in slots(r.ok()) {
@@ -125,6 +103,49 @@ async fn fifty_clients_race_for_one_bay_and_one_wins_each_conflict(backend: Back
     // The booked times stay taken for new holds.
     let again = race(&app, &replica, won.iter().map(|w| json!({"shop_id": shop, "date": chrono::DateTime::from_timestamp_micros(w.1).unwrap().to_rfc3339(), "hours": 1, "column": "Lift 1"})).collect()).await;
     assert!(again.iter().all(|(s, _)| *s == 409), "{again:?}");
+}
+
+/// 50 clients (half through `replica`) hold Lift 1 for an hour at starts every 20 minutes from
+/// 09:00 to 11:40 on 2030-01-07: heavy overlap. Checks that the winners never overlap and that
+/// every time was refused only because a winner overlaps it; returns the winners
+/// `(hold_id, start, end)`.
+async fn race_for_lift_1(app: &Arc<TestApp>, replica: &str, shop: i64) -> Vec<(i64, i64, i64)> {
+    let bodies = (0..50)
+        .map(|n| json!({"shop_id": shop, "date": format!("2030-01-07T{:02}:{:02}:00Z", 9 + (n % 9) / 3, (n % 3) * 20), "hours": 1, "column": "Lift 1"}))
+        .collect();
+    let answers = race(app, replica, bodies).await;
+    let mut won: Vec<(i64, i64, i64)> = Vec::new();
+    for (status, b) in &answers {
+        match status {
+            201 => won.push((b["hold_id"].as_i64().unwrap(), micros(b["start"].as_str().unwrap()), micros(b["end"].as_str().unwrap()))),
+            409 => {}
+            other => panic!("unexpected {other}: {b}"),
+        }
+    }
+    for (i, a) in won.iter().enumerate() {
+        for b in &won[i + 1..] {
+            assert!(a.2 <= b.1 || b.2 <= a.1, "two holds overlap on one bay: {a:?} {b:?}");
+        }
+    }
+    let base = micros("2030-01-07T09:00:00Z");
+    for n in 0..9 {
+        let start = base + n * HOUR / 3;
+        assert!(won.iter().any(|w| w.1 < start + HOUR && w.2 > start), "the time at {n} was refused although no hold took it: {won:?}");
+    }
+    won
+}
+
+async fn expired_holds_are_retired_by_racing_writers(backend: Backend) {
+    let config = autoshop::config::AppConfig { hold_ttl_secs: 1, ..test_config() };
+    let app = Arc::new(TestApp::spawn_with(backend, config.clone()).await);
+    let shop = open_shop(&app, "UTC", 1).await;
+    let replica = app.spawn_replica_with(config).await;
+    // A first race leaves live holds; once they expire, a second race must retire them (several
+    // writers at once over the same expired rows) and fill the bay again, without a 500.
+    let first = race_for_lift_1(&app, &replica, shop).await;
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    let second = race_for_lift_1(&app, &replica, shop).await;
+    assert!(second.iter().all(|w| !first.iter().any(|f| f.0 == w.0)));
 }
 
 async fn fifty_clients_without_a_column_fill_each_bay_once(backend: Backend) {

@@ -229,13 +229,18 @@ impl TestApp {
     /// On PostgreSQL the replica has a pool of its own, as another process would; SQLite is one
     /// process per file, so a second server shares the database handle.
     pub async fn spawn_replica(&self) -> String {
+        self.spawn_replica_with(test_config()).await
+    }
+
+    /// [`TestApp::spawn_replica`] with its own settings.
+    pub async fn spawn_replica_with(&self, config: AppConfig) -> String {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let db = match &self.db {
             Db::Sqlite(_) => self.db.clone(),
             Db::Postgres(_) => Db::connect(&DbConfig { url: self.db_url.clone(), max_connections: 4 }).await.expect("connect"),
         };
-        let router = app::build(db, test_config());
+        let router = app::build(db, config);
         tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
         format!("http://{addr}")
     }
