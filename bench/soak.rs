@@ -1,8 +1,15 @@
 //! Load hold: measures the server's capacity on a mixed workload, then holds about 80% of it at
-//! a constant rate for a while, and fails on any error or on memory that keeps growing.
+//! a constant rate for a while, and fails on any error or on memory that keeps growing. The hold
+//! alternates turns without and beside a few hundred slow clients (`slow_clients.rs`), at least
+//! two of each and none longer than 15 s, so that a drift of the machine (another build) weighs
+//! on both; it fails when the slow clients raise the p99 latency of the others (the median over
+//! the turns, which one stall of the machine does not move) past 1.5 times its value without
+//! them, plus 5 ms.
 //!
-//! `cargo run --release --example soak -- --base http://127.0.0.1:8080 --key ask_... --pid 1234 --seconds 300`
+//! `cargo run --release --example soak -- --base http://127.0.0.1:8080 --key ask_... --pid 1234 --seconds 300 [--slow-clients 300]`
 //! (`bench/soak.sh` starts a server with demo data and runs this).
+
+mod slow_clients;
 
 use std::{
     sync::{
@@ -21,10 +28,11 @@ struct Args {
     pid: u32,
     seconds: u64,
     fraction: f64,
+    slow_clients: usize,
 }
 
 fn parse_args() -> Args {
-    let mut args = Args { base: String::new(), key: String::new(), pid: 0, seconds: 300, fraction: 0.8 };
+    let mut args = Args { base: String::new(), key: String::new(), pid: 0, seconds: 300, fraction: 0.8, slow_clients: 300 };
     let raw: Vec<String> = std::env::args().skip(1).collect();
     for pair in raw.chunks(2) {
         let value = pair.get(1).cloned().unwrap_or_default();
@@ -34,6 +42,7 @@ fn parse_args() -> Args {
             "--pid" => args.pid = value.parse().expect("--pid"),
             "--seconds" => args.seconds = value.parse().expect("--seconds"),
             "--fraction" => args.fraction = value.parse().expect("--fraction"),
+            "--slow-clients" => args.slow_clients = value.parse().expect("--slow-clients"),
             other => panic!("unknown argument {other}"),
         }
     }
@@ -134,14 +143,92 @@ async fn main() {
     }
     let capacity = tally.ok.load(Ordering::Relaxed) as f64 / 5.0;
     let rate = (capacity * args.fraction).max(1.0);
-    println!("capacity: {capacity:.0} req/s (mixed workload, 32 connections); holding {rate:.0} req/s for {} s", args.seconds);
+    // `--seconds` in all, as turns of at most 15 s, at least two of each kind.
+    let pairs = args.seconds.div_ceil(30).max(2);
+    let turn_seconds = (args.seconds as f64 / (2 * pairs) as f64).max(1.0);
+    println!(
+        "capacity: {capacity:.0} req/s (mixed workload, 32 connections); holding {rate:.0} req/s in {} turns of {turn_seconds:.0} s",
+        2 * pairs
+    );
 
-    // 2. Hold `rate` req/s (open loop, at most 256 in flight), sampling memory every second.
-    let tally = Arc::new(Tally::default());
+    // 2. Hold `rate` req/s in turns: without slow clients, beside them, and so on. Memory is
+    // sampled every second throughout.
+    let (without, with) = (Arc::new(Tally::default()), Arc::new(Tally::default()));
+    let slow_stats = Arc::new(slow_clients::Stats::default());
+    let addr = args.base.trim_start_matches("http://").to_owned();
+    let mut rss = Vec::new();
+    let mut turn_p99s: [Vec<f64>; 2] = [Vec::new(), Vec::new()];
+    let started = Instant::now();
+    for turn in 0..2 * pairs {
+        let beside = turn % 2 == 1;
+        let slow = beside.then(|| slow_clients::start(&addr, &args.key, args.slow_clients, slow_stats.clone()));
+        let tally = if beside { &with } else { &without };
+        let from = tally.latencies_us.lock().await.len();
+        hold(&client, &args, shop, rate, turn_seconds, tally, &mut rss).await;
+        drop(slow);
+        let mut lat = tally.latencies_us.lock().await[from..].to_vec();
+        lat.sort_unstable();
+        turn_p99s[beside as usize].push(percentile(&lat, 0.99));
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    let mut failed = false;
+    for (tally, label) in [(&without, "without slow clients"), (&with, "beside slow clients")] {
+        let mut lat = tally.latencies_us.lock().await.clone();
+        lat.sort_unstable();
+        let (ok, errors) = (tally.ok.load(Ordering::Relaxed), tally.errors.load(Ordering::Relaxed));
+        println!(
+            "held {:.0} req/s for {pairs} x {turn_seconds:.0} s {label}: {ok} ok, {errors} errors; p50 {:.1} ms, p99 {:.1} ms",
+            ok as f64 / (pairs as f64 * turn_seconds),
+            percentile(&lat, 0.5),
+            percentile(&lat, 0.99)
+        );
+        if errors > 0 {
+            eprintln!("soak: {errors} requests failed {label}");
+            failed = true;
+        }
+    }
+    println!(
+        "slow clients: {} at a time (trickled heads, silent connections, trickled bodies): {} connections, {} ended by the server",
+        args.slow_clients,
+        slow_stats.connections.load(Ordering::Relaxed),
+        slow_stats.ended_by_server.load(Ordering::Relaxed)
+    );
+    let shown = |p99s: &[f64]| p99s.iter().map(|p| format!("{p:.1}")).collect::<Vec<_>>().join(" ");
+    println!("p99 of each turn, ms: without {}; beside {}", shown(&turn_p99s[0]), shown(&turn_p99s[1]));
+    let [alone, beside] = turn_p99s.map(|mut p99s| {
+        p99s.sort_by(f64::total_cmp);
+        p99s[p99s.len() / 2 - 1..=p99s.len() / 2].iter().sum::<f64>() / 2.0
+    });
+    let ratio = if alone > 0.0 { beside / alone } else { 0.0 };
+    println!("median p99 beside slow clients / without: {beside:.1} ms / {alone:.1} ms = {ratio:.2}");
+    if beside > 1.5 * alone + 5.0 {
+        eprintln!("soak: slow clients raised the others' p99 from {alone:.1} ms to {beside:.1} ms (limit 1.5 x + 5 ms)");
+        failed = true;
+    }
+    // Caches (SQLite's page caches: 32 MB for the writer, 2 MB per reader; the allocator's
+    // arenas) fill while writes add rows; a leak keeps growing in the second half of the hold.
+    let warm = rss.get(rss.len() / 2).copied().unwrap_or(0);
+    let last = rss.last().copied().unwrap_or(0);
+    let max = rss.iter().copied().max().unwrap_or(0);
+    println!("RSS over {elapsed:.0} s: at half-time {} MiB, at end {} MiB, max {} MiB", warm / 1024, last / 1024, max / 1024);
+    // Flat memory: under the 100 MB target throughout, and the second half grows by at most 10%
+    // (or 8 MiB) over the level at half-time.
+    if max > 100 * 1024 || last > warm + (warm / 10).max(8 * 1024) {
+        eprintln!("soak: memory not flat: {} MiB at half-time, {} MiB at the end, max {} MiB", warm / 1024, last / 1024, max / 1024);
+        failed = true;
+    }
+    if failed {
+        std::process::exit(1);
+    }
+    println!("soak: passed");
+}
+
+/// Holds `rate` req/s for `seconds` (open loop, at most 256 in flight), recording into `tally`
+/// and sampling the server's memory every second into `rss`.
+async fn hold(client: &reqwest::Client, args: &Args, shop: i64, rate: f64, seconds: f64, tally: &Arc<Tally>, rss: &mut Vec<u64>) {
     let in_flight = Arc::new(Semaphore::new(256));
     let started = Instant::now();
-    let total = (rate * args.seconds as f64) as u64;
-    let mut rss = Vec::new();
+    let total = (rate * seconds) as u64;
     let mut next_sample = Instant::now();
     let mut handles = Vec::new();
     for n in 0..total {
@@ -166,37 +253,4 @@ async fn main() {
     for h in handles {
         h.await.unwrap();
     }
-    let elapsed = started.elapsed().as_secs_f64();
-    let mut lat = tally.latencies_us.lock().await.clone();
-    lat.sort_unstable();
-    let (ok, errors) = (tally.ok.load(Ordering::Relaxed), tally.errors.load(Ordering::Relaxed));
-    // Caches (SQLite's page caches: 32 MB for the writer, 2 MB per reader; the allocator's
-    // arenas) fill while writes add rows; a leak keeps growing in the second half of the hold.
-    let warm = rss.get(rss.len() / 2).copied().unwrap_or(0);
-    let last = rss.last().copied().unwrap_or(0);
-    let max = rss.iter().copied().max().unwrap_or(0);
-    println!(
-        "held {:.0} req/s for {elapsed:.0} s: {ok} ok, {errors} errors; p50 {:.1} ms, p99 {:.1} ms; RSS at half-time {} MiB, at end {} MiB, max {} MiB",
-        ok as f64 / elapsed,
-        percentile(&lat, 0.5),
-        percentile(&lat, 0.99),
-        warm / 1024,
-        last / 1024,
-        max / 1024
-    );
-    let mut failed = false;
-    if errors > 0 {
-        eprintln!("soak: {errors} requests failed");
-        failed = true;
-    }
-    // Flat memory: under the 100 MB target throughout, and the second half grows by at most 10%
-    // (or 8 MiB) over the level at half-time.
-    if max > 100 * 1024 || last > warm + (warm / 10).max(8 * 1024) {
-        eprintln!("soak: memory not flat: {} MiB at half-time, {} MiB at the end, max {} MiB", warm / 1024, last / 1024, max / 1024);
-        failed = true;
-    }
-    if failed {
-        std::process::exit(1);
-    }
-    println!("soak: passed");
 }

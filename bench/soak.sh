@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Load hold: a release server on a fresh SQLite database with the demo company, held at about
-# 80% of its measured capacity for SECONDS (default 300), failing on any error or on memory that
-# keeps growing. Usage: bench/soak.sh [SECONDS]
+# 80% of its measured capacity for SECONDS (default 300), in turns without and beside 300 slow
+# clients, failing on any error, on memory that keeps growing, or on the slow clients raising the
+# others' p99 past 1.5x + 5 ms. Usage: bench/soak.sh [SECONDS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-${SOAK_SECONDS:-300}}"

@@ -15,7 +15,6 @@ use tower_http::{
     compression::CompressionLayer,
     request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer},
     sensitive_headers::SetSensitiveRequestHeadersLayer,
-    timeout::TimeoutLayer,
     trace::TraceLayer,
 };
 use utoipa::{
@@ -25,7 +24,14 @@ use utoipa::{
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_swagger_ui::SwaggerUi;
 
-use crate::{auth, config::AppConfig, db::Db, error::Problem, openapi, state::AppState};
+use crate::{
+    auth,
+    config::AppConfig,
+    db::Db,
+    error::{ApiError, Problem},
+    openapi,
+    state::AppState,
+};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -86,7 +92,7 @@ pub fn build(db: Db, config: AppConfig) -> Router {
         .route_layer(middleware::from_fn_with_state(state.clone(), crate::idempotency::middleware))
         .route_layer(middleware::from_fn_with_state(state.clone(), auth::require_key));
     let doc = openapi::finish(doc);
-    let timeout = Duration::from_secs(state.config.request_timeout_secs.max(1));
+    let timeout = state.config.request_timeout;
     let body_limit = state.config.max_body_bytes;
 
     let routes = Router::new()
@@ -102,11 +108,11 @@ pub fn build(db: Db, config: AppConfig) -> Router {
 }
 
 /// The stack every request goes through (each layer wraps the ones above it): body limit,
-/// timeout, panic catching, one error format for all of them, gzip, metrics, tracing, request id.
+/// deadline, panic catching, one error format for all of them, gzip, metrics, tracing, request id.
 fn with_middleware(routes: Router, timeout: Duration, body_limit: usize) -> Router {
     routes
         .layer(DefaultBodyLimit::max(body_limit))
-        .layer(TimeoutLayer::with_status_code(StatusCode::SERVICE_UNAVAILABLE, timeout))
+        .layer(middleware::from_fn_with_state(timeout, deadline))
         .layer(CatchPanicLayer::new())
         .layer(middleware::from_fn(problem_for_bare_errors))
         // Pages of JSON shrink several times over for clients that send `Accept-Encoding: gzip`.
@@ -117,6 +123,19 @@ fn with_middleware(routes: Router, timeout: Duration, body_limit: usize) -> Rout
         .layer(SetSensitiveRequestHeadersLayer::new([header::AUTHORIZATION]))
         .layer(PropagateRequestIdLayer::x_request_id())
         .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
+}
+
+/// Answers 503 with `Retry-After` when the request (reading its body included) runs past the
+/// deadline, instead of leaving the client waiting. A response that has started streaming (the
+/// event stream) is not cut: the deadline covers the work before the first byte.
+async fn deadline(State(limit): State<Duration>, request: Request, next: Next) -> Response {
+    match tokio::time::timeout(limit, next.run(request)).await {
+        Ok(response) => response,
+        Err(_) => {
+            tracing::warn!(limit_secs = limit.as_secs_f64(), "request cut off at its deadline");
+            ApiError::TimedOut.into_response()
+        }
+    }
 }
 
 async fn not_found() -> Response {
@@ -141,7 +160,6 @@ async fn problem_for_bare_errors(request: Request, next: Next) -> Response {
         return response;
     }
     let detail = match status {
-        StatusCode::SERVICE_UNAVAILABLE => "The request took too long to complete.",
         StatusCode::INTERNAL_SERVER_ERROR => "An unexpected error occurred.",
         StatusCode::PAYLOAD_TOO_LARGE => "The request body is larger than the limit.",
         _ => status.canonical_reason().unwrap_or("Error"),
@@ -197,12 +215,12 @@ mod tests {
     use axum::body::{Body, to_bytes};
     use tower::ServiceExt;
 
-    async fn call(router: Router, path: &str) -> (StatusCode, String, serde_json::Value) {
+    async fn call(router: Router, path: &str) -> (StatusCode, axum::http::HeaderMap, serde_json::Value) {
         let response = router.oneshot(Request::get(path).body(Body::empty()).unwrap()).await.unwrap();
         let status = response.status();
-        let content_type = response.headers()[header::CONTENT_TYPE].to_str().unwrap().to_owned();
+        let headers = response.headers().clone();
         let body = to_bytes(response.into_body(), 1 << 20).await.unwrap();
-        (status, content_type, serde_json::from_slice(&body).unwrap())
+        (status, headers, serde_json::from_slice(&body).unwrap())
     }
 
     #[tokio::test]
@@ -211,15 +229,15 @@ mod tests {
             panic!("secret internals")
         }
         let routes = Router::new().route("/boom", get(boom));
-        let (status, content_type, body) = call(with_middleware(routes, Duration::from_secs(5), 1024), "/boom").await;
+        let (status, headers, body) = call(with_middleware(routes, Duration::from_secs(5), 1024), "/boom").await;
         assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR);
-        assert_eq!(content_type, crate::error::PROBLEM_JSON);
+        assert_eq!(headers[header::CONTENT_TYPE], crate::error::PROBLEM_JSON);
         assert_eq!(body["status"], 500);
         assert!(!body.to_string().contains("secret"));
     }
 
     #[tokio::test]
-    async fn a_slow_request_is_cut_off_with_a_503_problem() {
+    async fn a_slow_request_is_cut_off_with_a_503_problem_and_retry_after() {
         let routes = Router::new().route(
             "/slow",
             get(|| async {
@@ -227,9 +245,10 @@ mod tests {
                 "late"
             }),
         );
-        let (status, content_type, body) = call(with_middleware(routes, Duration::from_millis(50), 1024), "/slow").await;
+        let (status, headers, body) = call(with_middleware(routes, Duration::from_millis(50), 1024), "/slow").await;
         assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
-        assert_eq!(content_type, crate::error::PROBLEM_JSON);
-        assert_eq!(body["detail"], "The request took too long to complete.");
+        assert_eq!(headers[header::CONTENT_TYPE], crate::error::PROBLEM_JSON);
+        assert_eq!(headers[header::RETRY_AFTER], "1");
+        assert_eq!(body["detail"], "The request took longer than the server allows; retry shortly.");
     }
 }

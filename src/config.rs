@@ -1,6 +1,6 @@
 //! Command line and environment: one place that lists every setting.
 
-use std::{net::SocketAddr, path::PathBuf};
+use std::{net::SocketAddr, path::PathBuf, time::Duration};
 
 use clap::{Args, Parser, Subcommand};
 
@@ -77,9 +77,11 @@ pub struct ServeArgs {
     /// Largest accepted request body, in bytes.
     #[arg(long, env = "AUTOSHOP_MAX_BODY_BYTES", default_value_t = 1024 * 1024)]
     pub max_body_bytes: usize,
-    /// Requests running longer than this many seconds are cut off with a 503.
-    #[arg(long, env = "AUTOSHOP_REQUEST_TIMEOUT_SECS", default_value_t = 30)]
-    pub request_timeout_secs: u64,
+    /// Requests running longer than this many seconds are answered 503 with `Retry-After: 1`.
+    #[arg(long, env = "AUTOSHOP_REQUEST_TIMEOUT_SECS", default_value = "30", value_parser = parse_secs)]
+    pub request_timeout_secs: Duration,
+    #[command(flatten)]
+    pub transport: TransportArgs,
     /// Requests per second allowed per API key, per process; 0 turns rate limiting off.
     #[arg(long, env = "AUTOSHOP_RATE_LIMIT", default_value_t = 100.0)]
     pub rate_limit: f64,
@@ -108,12 +110,81 @@ pub struct ServeArgs {
     pub port_file: Option<PathBuf>,
 }
 
+/// How long the server waits for each part of an exchange, and how many connections it keeps
+/// (docs/operations.md). Seconds may have a fraction (`0.5`).
+#[derive(Debug, Clone, Args)]
+pub struct TransportArgs {
+    /// Seconds a client has to send a request's headers, counted from the connection's opening
+    /// for its first request and from the first byte for later ones; then the connection is closed.
+    #[arg(long, env = "AUTOSHOP_HEADER_TIMEOUT_SECS", default_value = "10", value_parser = parse_secs)]
+    pub header_timeout_secs: Duration,
+    /// Seconds a request body may pause between two reads; then the request is answered 408 and
+    /// the connection closed.
+    #[arg(long, env = "AUTOSHOP_BODY_TIMEOUT_SECS", default_value = "10", value_parser = parse_secs)]
+    pub body_timeout_secs: Duration,
+    /// Seconds a response write may wait on a client that does not read; then the connection is
+    /// closed.
+    #[arg(long, env = "AUTOSHOP_WRITE_TIMEOUT_SECS", default_value = "30", value_parser = parse_secs)]
+    pub write_timeout_secs: Duration,
+    /// Seconds a keep-alive connection may wait for its next request. Behind a load balancer,
+    /// make it longer than the balancer's own idle timeout.
+    #[arg(long, env = "AUTOSHOP_IDLE_TIMEOUT_SECS", default_value = "75", value_parser = parse_secs)]
+    pub idle_timeout_secs: Duration,
+    /// Seconds spent reading and discarding the rest of a body the server answered without
+    /// reading (a 401, 403, 404...), so the connection can serve the next request; a body that
+    /// takes longer, or is larger than the body limit, is answered with `Connection: close`.
+    #[arg(long, env = "AUTOSHOP_DISCARD_TIMEOUT_SECS", default_value = "2", value_parser = parse_secs)]
+    pub discard_timeout_secs: Duration,
+    /// Open connections at most; past it new connections are answered 503 and closed at once.
+    #[arg(long, env = "AUTOSHOP_MAX_CONNECTIONS", default_value_t = 4096, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub max_connections: u32,
+}
+
+/// The transport settings (see [`TransportArgs`]).
+#[derive(Debug, Clone)]
+pub struct Transport {
+    pub header_timeout: Duration,
+    pub body_timeout: Duration,
+    pub write_timeout: Duration,
+    pub idle_timeout: Duration,
+    pub discard_timeout: Duration,
+    pub max_connections: usize,
+}
+
+impl Default for Transport {
+    fn default() -> Self {
+        Transport {
+            header_timeout: Duration::from_secs(10),
+            body_timeout: Duration::from_secs(10),
+            write_timeout: Duration::from_secs(30),
+            idle_timeout: Duration::from_secs(75),
+            discard_timeout: Duration::from_secs(2),
+            max_connections: 4096,
+        }
+    }
+}
+
+impl From<&TransportArgs> for Transport {
+    fn from(args: &TransportArgs) -> Self {
+        Transport {
+            header_timeout: args.header_timeout_secs,
+            body_timeout: args.body_timeout_secs,
+            write_timeout: args.write_timeout_secs,
+            idle_timeout: args.idle_timeout_secs,
+            discard_timeout: args.discard_timeout_secs,
+            max_connections: args.max_connections as usize,
+        }
+    }
+}
+
 /// Settings the running application needs (a subset of the CLI, testable without clap).
 #[derive(Debug, Clone)]
 pub struct AppConfig {
     pub public_url: Option<String>,
     pub max_body_bytes: usize,
-    pub request_timeout_secs: u64,
+    /// The per-request deadline: past it the answer is a 503 with `Retry-After`.
+    pub request_timeout: Duration,
+    pub transport: Transport,
     pub rate_limit: f64,
     pub rate_limit_burst: f64,
     pub event_retention_days: u32,
@@ -125,13 +196,23 @@ pub struct AppConfig {
 
 /// Waits between webhook delivery attempts.
 #[derive(Debug, Clone, PartialEq)]
-pub struct RetrySchedule(pub Vec<std::time::Duration>);
+pub struct RetrySchedule(pub Vec<Duration>);
+
+/// Seconds, possibly with a fraction, from 1 ms to one day.
+fn parse_secs(raw: &str) -> Result<Duration, String> {
+    raw.trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|n| n.is_finite() && (0.001..=86_400.0).contains(n))
+        .map(Duration::from_secs_f64)
+        .ok_or_else(|| "expected seconds from 0.001 to 86400".to_owned())
+}
 
 fn parse_schedule(raw: &str) -> Result<RetrySchedule, String> {
     let waits = raw
         .split(',')
         .map(|s| s.trim().parse::<f64>().ok().filter(|n| n.is_finite() && *n >= 0.0 && *n <= 7.0 * 86_400.0))
-        .map(|n| n.map(std::time::Duration::from_secs_f64))
+        .map(|n| n.map(Duration::from_secs_f64))
         .collect::<Option<Vec<_>>>()
         .ok_or_else(|| "expected comma-separated seconds, each from 0 to 604800".to_owned())?;
     if waits.len() > 20 {
@@ -145,7 +226,8 @@ impl Default for AppConfig {
         AppConfig {
             public_url: None,
             max_body_bytes: 1024 * 1024,
-            request_timeout_secs: 30,
+            request_timeout: Duration::from_secs(30),
+            transport: Transport::default(),
             rate_limit: 100.0,
             rate_limit_burst: 200.0,
             event_retention_days: 30,
@@ -162,7 +244,8 @@ impl From<&ServeArgs> for AppConfig {
         AppConfig {
             public_url: args.public_url.as_ref().map(|u| u.trim_end_matches('/').to_owned()),
             max_body_bytes: args.max_body_bytes,
-            request_timeout_secs: args.request_timeout_secs,
+            request_timeout: args.request_timeout_secs,
+            transport: Transport::from(&args.transport),
             rate_limit: args.rate_limit,
             rate_limit_burst: args.rate_limit_burst,
             event_retention_days: args.event_retention_days,

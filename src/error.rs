@@ -50,6 +50,9 @@ pub enum ApiError {
     Conflict(String),
     #[error("{0}")]
     Gone(String),
+    /// The client paused sending the body longer than the body timeout.
+    #[error("The request body did not arrive in time.")]
+    BodyTimedOut,
     #[error("{0}")]
     PreconditionFailed(String),
     #[error("{0}")]
@@ -62,6 +65,9 @@ pub enum ApiError {
     RateLimited { retry_after_secs: u64 },
     #[error("The database is unavailable; retry shortly.")]
     Unavailable,
+    /// The request ran past its deadline (`--request-timeout-secs`).
+    #[error("The request took longer than the server allows; retry shortly.")]
+    TimedOut,
     /// Logged in full; the client sees only a generic message.
     #[error("internal error: {0}")]
     Internal(String),
@@ -88,11 +94,12 @@ impl ApiError {
             ApiError::Conflict(_) => StatusCode::CONFLICT,
             ApiError::Gone(_) => StatusCode::GONE,
             ApiError::PreconditionFailed(_) => StatusCode::PRECONDITION_FAILED,
+            ApiError::BodyTimedOut => StatusCode::REQUEST_TIMEOUT,
             ApiError::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::Validation(_) => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
-            ApiError::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::Unavailable | ApiError::TimedOut => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -161,7 +168,7 @@ impl IntoResponse for ApiError {
         let status = self.status();
         let retry_after = match &self {
             ApiError::RateLimited { retry_after_secs } => Some(*retry_after_secs),
-            ApiError::Unavailable => Some(1),
+            ApiError::Unavailable | ApiError::TimedOut => Some(1),
             _ => None,
         };
         let problem = match self {

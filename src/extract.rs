@@ -25,6 +25,8 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
         let bytes = Bytes::from_request(req, state).await.map_err(|rejection| {
             if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
                 ApiError::PayloadTooLarge("The request body is larger than the limit.".into())
+            } else if crate::server::is_body_timeout(&rejection) {
+                ApiError::BodyTimedOut
             } else {
                 ApiError::BadRequest(format!("Could not read the request body: {}", rejection.body_text()))
             }

@@ -91,8 +91,12 @@ pub async fn middleware(State(state): State<AppState>, request: Request, next: N
         return next.run(request).await;
     };
     let (parts, body) = request.into_parts();
-    let Ok(bytes) = to_bytes(body, state.config.max_body_bytes).await else {
-        return ApiError::PayloadTooLarge(format!("The request body is larger than {} bytes.", state.config.max_body_bytes)).into_response();
+    let bytes = match to_bytes(body, state.config.max_body_bytes).await {
+        Ok(bytes) => bytes,
+        Err(e) if crate::server::is_body_timeout(&e) => return ApiError::BodyTimedOut.into_response(),
+        Err(_) => {
+            return ApiError::PayloadTooLarge(format!("The request body is larger than {} bytes.", state.config.max_body_bytes)).into_response();
+        }
     };
     let target = parts.uri.path_and_query().map(|p| p.as_str()).unwrap_or("/");
     let mut hash = Sha256::new();
@@ -109,7 +113,7 @@ pub async fn middleware(State(state): State<AppState>, request: Request, next: N
         key: String::from_utf8_lossy(raw.as_bytes()).into_owned(),
     };
     let now = now_micros();
-    let lease = Duration::from_secs(state.config.request_timeout_secs.max(1) * 2);
+    let lease = state.config.request_timeout.max(Duration::from_secs(1)) * 2;
     let expires_at = now + RETENTION.as_micros() as i64;
     let (reservation, claim) = match &state.db {
         Db::Sqlite(sqlite) => match claims::reserve(&state.db, sqlite.path(), &scope, &fingerprint, now).await {

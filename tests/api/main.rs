@@ -1,5 +1,6 @@
 //! HTTP tests: every behaviour driven through the real router on SQLite and PostgreSQL.
 
+mod raw;
 mod support;
 
 mod api_keys;
@@ -25,4 +26,6 @@ mod settings;
 mod ship_tos;
 mod shops;
 mod tenancy;
+mod transport;
+mod transport_limits;
 mod webhooks;

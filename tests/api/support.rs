@@ -1,4 +1,5 @@
-//! The test harness: each test starts the real router on a real database and speaks HTTP.
+//! The test harness: each test starts the real server (`server::run`: our accept loop, timeouts
+//! and all) on a real database and speaks HTTP.
 //!
 //! SQLite tests get a fresh database file each. PostgreSQL tests share one fresh database per
 //! run (created from `AUTOSHOP_TEST_POSTGRES_URL`); they stay independent because every test
@@ -15,6 +16,7 @@ use autoshop::{
     app,
     config::AppConfig,
     db::{Db, DbConfig, Query},
+    server,
 };
 use reqwest::{Method, StatusCode, header::HeaderMap};
 use serde_json::{Value, json};
@@ -184,6 +186,15 @@ pub fn client() -> reqwest::Client {
     reqwest::Client::new()
 }
 
+/// Runs the server as `autoshop serve` does, on a free port, until the test ends.
+async fn start_server(db: Db, config: AppConfig) -> std::net::SocketAddr {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let router = app::build(db, config.clone());
+    tokio::spawn(async move { server::run(listener, router, &config, std::future::pending()).await.unwrap() });
+    addr
+}
+
 impl TestApp {
     pub async fn spawn(backend: Backend) -> TestApp {
         Self::spawn_with(backend, test_config()).await
@@ -209,10 +220,7 @@ impl TestApp {
         };
         let db = Db::connect(&DbConfig { url: url.clone(), max_connections: 4 }).await.expect("connect");
         db.migrate().await.expect("migrate");
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let router = app::build(db.clone(), config);
-        tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
+        let addr = start_server(db.clone(), config).await;
         let (company_id, admin_key) = keys::create_company(&db, "Test Company").await.unwrap();
         TestApp {
             base: format!("http://{addr}"),
@@ -234,15 +242,11 @@ impl TestApp {
 
     /// [`TestApp::spawn_replica`] with its own settings.
     pub async fn spawn_replica_with(&self, config: AppConfig) -> String {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
         let db = match &self.db {
             Db::Sqlite(_) => self.db.clone(),
             Db::Postgres(_) => Db::connect(&DbConfig { url: self.db_url.clone(), max_connections: 4 }).await.expect("connect"),
         };
-        let router = app::build(db, config);
-        tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
-        format!("http://{addr}")
+        format!("http://{}", start_server(db, config).await)
     }
 
     /// Another company with its own admin key.
