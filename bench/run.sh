@@ -188,7 +188,8 @@ cust_number:number:
 cust_shop:shop:
 cust_default:path:/api/v1/customers
 cust_last_name:last_name:
-cust_phone:phone:"
+cust_phone:phone:
+availability:availability:"
 
 export_meta() { # meta-file
   local meta=$1

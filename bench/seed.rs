@@ -242,8 +242,13 @@ async fn seed_company(
         };
         let shop = shops::create(&mut change, &fields).await.map_err(|e| anyhow::anyhow!("creating a shop: {e}"))?;
         let mut ids = Vec::new();
-        for (order, title) in BAYS.iter().enumerate().take(3 + n % 4) {
-            let bay = bays::insert(change.tx(), company_id, &BayFields { shop_id: shop.id, title: (*title).into(), order: order as i64, active: true }).await?;
+        // The first shop is the big one: 20 bays (the availability figure searches it).
+        let titles: Vec<String> = match n {
+            0 => BAYS.iter().map(|t| t.to_string()).chain((5..=18).map(|i| format!("Bay {i}"))).collect(),
+            _ => BAYS.iter().take(3 + n % 4).map(|t| t.to_string()).collect(),
+        };
+        for (order, title) in titles.iter().enumerate() {
+            let bay = bays::insert(change.tx(), company_id, &BayFields { shop_id: shop.id, title: title.clone(), order: order as i64, active: true }).await?;
             ids.push(bay.id);
         }
         let week: Vec<_> = (1..=5).map(|d| (d, 7 * 60 + 30, 18 * 60)).chain([(6, 8 * 60, 14 * 60)]).collect();

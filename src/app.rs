@@ -68,6 +68,8 @@ fn api_routes() -> OpenApiRouter<AppState> {
         .merge(crate::shop_hours::router())
         .merge(crate::api_keys::router())
         .merge(crate::appointments::router())
+        .merge(crate::availability::router())
+        .merge(crate::holds::router())
         .merge(crate::customers::router())
         .merge(crate::ship_tos::router())
         .merge(crate::receivables::router())

@@ -91,6 +91,9 @@ pub struct ServeArgs {
     /// Days events are kept in the change feed; a cursor older than that answers 410.
     #[arg(long, env = "AUTOSHOP_EVENT_RETENTION_DAYS", default_value_t = 30, value_parser = clap::value_parser!(u32).range(1..))]
     pub event_retention_days: u32,
+    /// Seconds a slot hold (`POST /api/v1/holds`) keeps its bay before it expires.
+    #[arg(long, env = "AUTOSHOP_HOLD_TTL_SECS", default_value_t = 600, value_parser = clap::value_parser!(u32).range(1..=86_400))]
+    pub hold_ttl_secs: u32,
     /// Let webhooks point at loopback, private and link-local addresses (for receivers on the
     /// same host or network; never on a multi-tenant server).
     #[arg(long, env = "AUTOSHOP_WEBHOOK_ALLOW_PRIVATE")]
@@ -185,6 +188,7 @@ pub struct AppConfig {
     pub rate_limit: f64,
     pub rate_limit_burst: f64,
     pub event_retention_days: u32,
+    pub hold_ttl_secs: u32,
     pub webhook_allow_private: bool,
     pub webhook_concurrency: u32,
     pub webhook_retry_schedule: RetrySchedule,
@@ -227,6 +231,7 @@ impl Default for AppConfig {
             rate_limit: 100.0,
             rate_limit_burst: 200.0,
             event_retention_days: 30,
+            hold_ttl_secs: 600,
             webhook_allow_private: false,
             webhook_concurrency: 32,
             webhook_retry_schedule: RetrySchedule(crate::webhooks::dispatch::default_retry_schedule()),
@@ -244,6 +249,7 @@ impl From<&ServeArgs> for AppConfig {
             rate_limit: args.rate_limit,
             rate_limit_burst: args.rate_limit_burst,
             event_retention_days: args.event_retention_days,
+            hold_ttl_secs: args.hold_ttl_secs,
             webhook_allow_private: args.webhook_allow_private,
             webhook_concurrency: args.webhook_concurrency,
             webhook_retry_schedule: args.webhook_retry_schedule.clone(),

@@ -37,6 +37,17 @@ pub fn shop_email() -> Object {
     email_builder().description(Some("An e-mail address, or `\"\"`; `null` or omitted keeps the stored value.")).build()
 }
 
+/// The schema of `T` changed by `edit`: for a documented body that is another body's schema
+/// with a different required list or a property less, so the two cannot drift.
+pub fn derived<T: utoipa::PartialSchema>(description: &str, edit: impl FnOnce(&mut Object)) -> RefOr<Schema> {
+    let mut schema = T::schema();
+    if let RefOr::T(Schema::Object(object)) = &mut schema {
+        edit(object);
+        object.description = Some(description.to_owned());
+    }
+    schema
+}
+
 /// `start_date` / `end_date` of the appointment list: a calendar date or an RFC 3339 date-time.
 pub fn date_or_date_time() -> RefOr<Schema> {
     let string = |format| ObjectBuilder::new().schema_type(Type::String).format(Some(SchemaFormat::KnownFormat(format))).build();

@@ -38,6 +38,7 @@ impl AppState {
             retry_schedule: config.webhook_retry_schedule.0.clone(),
         };
         crate::idempotency::spawn_purge(db.clone());
+        crate::holds::spawn_purge(db.clone());
         crate::webhooks::dispatch::start(db.clone(), deliveries, crate::webhooks::dispatcher_wake());
         AppState { db, config: Arc::new(config), metrics: metrics_handle(), keys, limiter: Arc::new(limiter), events }
     }

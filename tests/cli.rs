@@ -66,6 +66,7 @@ fn help_lists_every_setting_with_its_environment_variable() {
         "AUTOSHOP_MAX_CONNECTIONS",
         "AUTOSHOP_DB_MAX_CONNECTIONS",
         "AUTOSHOP_EVENT_RETENTION_DAYS",
+        "AUTOSHOP_HOLD_TTL_SECS",
         "AUTOSHOP_WEBHOOK_ALLOW_PRIVATE",
         "AUTOSHOP_WEBHOOK_CONCURRENCY",
         "AUTOSHOP_WEBHOOK_RETRY_SCHEDULE",

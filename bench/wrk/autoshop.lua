@@ -2,7 +2,7 @@
 -- request, and a machine-readable summary line ("BENCH {...}") at the end.
 --
 -- Environment: BENCH_MODE (path, range, date, last_name, phone, number, shop, post, post_keyed,
--- put, one, one_conditional),
+-- put, one, one_conditional, availability),
 -- BENCH_KEY (API key), BENCH_PATH (mode path), BENCH_FIRST_SHOP, BENCH_SHOPS,
 -- BENCH_FIRST_DAY (epoch seconds of the data's first day), BENCH_DAYS, BENCH_FIRST_CUSTOMER,
 -- BENCH_LAST_CUSTOMER, BENCH_CUSTOMERS (count, for customer numbers).
@@ -55,6 +55,12 @@ request = function()
     local d = math.random(0, math.max(days - 7, 0))
     return wrk.format("GET", "/api/v1/appointments?filter%5Bshop_id%5D=" .. shop() .. "&start_date=" .. day(d) ..
       "&end_date=" .. day(d + 6) .. "&filter_by=appointment_start&sort=-date", headers)
+  elseif mode == "availability" then
+    -- One week of the first shop (20 bays), starting between today and 52 days ahead (the data
+    -- runs 60 days past today; earlier starts would only drop past slots).
+    local d = days - 60 + math.random(0, 52)
+    return wrk.format("GET", "/api/v1/availability?filter%5Bshop_id%5D=" .. first_shop .. "&start_date=" .. day(d) ..
+      "&end_date=" .. day(d + 6) .. "&hours=1.5", headers)
   elseif mode == "date" then
     return wrk.format("GET", "/api/v1/appointments?filter%5Bdate%5D=" .. day(math.random(0, days - 1)), headers)
   elseif mode == "last_name" then

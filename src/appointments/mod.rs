@@ -33,7 +33,7 @@ use crate::{
     state::AppState,
 };
 use filters::{FILTERS, ListFilters};
-use model::{Appointment, AppointmentInput, AppointmentListParams};
+use model::{Appointment, AppointmentInput, AppointmentListParams, AppointmentUpdate};
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -93,17 +93,26 @@ async fn get_appointment(State(state): State<AppState>, caller: Caller, Path(id)
     Ok(One(visible(&state, &caller, &id).await?.into()))
 }
 
-/// Create an appointment (`write` or `admin` key).
+/// Create an appointment (`write` or `admin` key). With `hold_id`, book exactly the held shop,
+/// bay and time and consume the hold (409 when it expired or was used).
 #[utoipa::path(post, path = "/api/v1/appointments", tag = "appointments", request_body = AppointmentInput,
     responses((status = 201, body = Appointment, description = "Created; `Location` names the new appointment"),
-        (status = 400, body = Problem), (status = 422, body = Problem)))]
+        (status = 400, body = Problem), (status = 409, body = Problem, description = "The `hold_id` names a hold that expired or was used or released"),
+        (status = 422, body = Problem)))]
 async fn create_appointment(
     State(state): State<AppState>,
     Writer(caller): Writer,
-    JsonBody(input): JsonBody<AppointmentInput>,
+    JsonBody(mut input): JsonBody<AppointmentInput>,
 ) -> Result<Response, ApiError> {
+    let hold = match input.hold_id {
+        Some(id) => Some(crate::holds::fill_from_hold(&state.db, &caller, &mut input, id).await?),
+        None => None,
+    };
     let valid = validation::validate(&state.db, &caller, input, None).await?;
     let mut change = Change::begin(&state.db, caller.company_id).await?;
+    if let Some(hold) = &hold {
+        crate::holds::consume(&mut change, hold).await?;
+    }
     let mut row = store::insert(change.tx(), caller.company_id, &valid.fields).await?;
     row.column_title = valid.column_title;
     let appointment = Appointment::from(row);
@@ -114,7 +123,7 @@ async fn create_appointment(
 /// Update an appointment (`write` or `admin` key). The body is the create body, required fields
 /// included; omitted optional fields keep their value and `null` clears a nullable one.
 #[utoipa::path(put, path = "/api/v1/appointments/{id}", tag = "appointments", params(("id" = i64, Path)),
-    request_body = AppointmentInput,
+    request_body = AppointmentUpdate,
     responses((status = 200, body = Appointment, description = "The updated appointment"), (status = 400, body = Problem), (status = 404, body = Problem),
         (status = 409, body = Problem, description = "The appointment is cancelled: cancelled appointments are read-only"), (status = 422, body = Problem)))]
 async fn update_appointment(
@@ -127,6 +136,9 @@ async fn update_appointment(
     let current = visible(&state, &caller, &id).await?;
     if current.deleted_at.is_some() {
         return Err(deleted_is_read_only());
+    }
+    if input.hold_id.is_some() {
+        return Err(ApiError::invalid("hold_id", "The hold_id field is accepted only when creating an appointment."));
     }
     let valid = validation::validate(&state.db, &caller, input, Some(&current)).await?;
     let mut change = Change::begin(&state.db, caller.company_id).await?;

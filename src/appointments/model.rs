@@ -131,11 +131,12 @@ pub fn distinct_vehicles<'a>(appointments: impl IntoIterator<Item = &'a Appointm
     out
 }
 
-/// Body of `POST /api/v1/appointments` and `PUT /api/v1/appointments/{id}`: PUT validates like
-/// create, so it needs every required field too. Phones may be empty strings. Omitted optional
-/// fields take their defaults on create and keep their stored value on PUT; `null` clears a
-/// nullable field (`done`, `hours` and `source` go back to their defaults). With a new
-/// `customer_id`, omitted `first_name`, `last_name` and `email` come from that customer.
+/// Body of `POST /api/v1/appointments` (and, without `hold_id`, of `PUT
+/// /api/v1/appointments/{id}`, which validates like create). Phones may be empty strings.
+/// Omitted optional fields take their defaults on create and keep their stored value on PUT;
+/// `null` clears a nullable field (`done`, `hours` and `source` go back to their defaults).
+/// With a new `customer_id`, omitted `first_name`, `last_name` and `email` come from that
+/// customer.
 #[derive(Debug, Default, Deserialize, ToSchema)]
 pub struct AppointmentInput {
     /// A shop the key may see.
@@ -215,6 +216,36 @@ pub struct AppointmentInput {
     #[serde(default)]
     #[schema(schema_with = nullable_source_schema)]
     pub source: Patch<String>,
+    /// Create only (a 422 on `PUT`): a live hold (`POST /api/v1/holds`); the appointment takes
+    /// exactly its shop, bay and time and consumes it. `shop_id`, `date`, `hours` and `column`,
+    /// given, must equal the hold's (else 422); the server also takes `shop_id` and `date`
+    /// omitted then. A hold that expired or was used answers 409.
+    #[serde(default)]
+    pub hold_id: Option<i64>,
+}
+
+/// Body of `PUT /api/v1/appointments/{id}`: the create body without `hold_id`.
+// Documentation only: the body is read as `AppointmentInput`; `hold_id` there is a 422.
+pub struct AppointmentUpdate;
+
+impl utoipa::PartialSchema for AppointmentUpdate {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        crate::schemas::derived::<AppointmentInput>(
+            "Body of `PUT /api/v1/appointments/{id}`: PUT validates like create, so it needs every required field too. \
+             Omitted optional fields keep their stored value; `null` clears a nullable field (`done`, `hours` and \
+             `source` go back to their defaults). With a new `customer_id`, omitted `first_name`, `last_name` and \
+             `email` come from that customer.",
+            |object| {
+                object.properties.shift_remove("hold_id");
+            },
+        )
+    }
+}
+
+impl ToSchema for AppointmentUpdate {
+    fn schemas(schemas: &mut Vec<(String, utoipa::openapi::RefOr<utoipa::openapi::schema::Schema>)>) {
+        <AppointmentInput as ToSchema>::schemas(schemas);
+    }
 }
 
 /// The `source` of a body: one of the enum's values, or `null` (as omitting it on create) for

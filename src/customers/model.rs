@@ -167,18 +167,12 @@ const CREATE_REQUIRES: [&str; 8] = ["shop_id", "business_name", "first_name", "l
 
 impl utoipa::PartialSchema for NewCustomer {
     fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
-        use utoipa::openapi::{RefOr, schema::Schema};
-        let mut schema = <CustomerInput as utoipa::PartialSchema>::schema();
-        if let RefOr::T(Schema::Object(object)) = &mut schema {
-            object.required = CREATE_REQUIRES.iter().map(|f| (*f).to_owned()).collect();
-            object.description = Some(
-                "Body of `POST /api/v1/customers`. Required: `shop_id`, `business_name` (may be empty), `first_name`, \
-                 `last_name`, `address`, `city`, `state`, `zip`. Phones may come in the `phone` object or the deprecated \
-                 fields; the object wins."
-                    .into(),
-            );
-        }
-        schema
+        crate::schemas::derived::<CustomerInput>(
+            "Body of `POST /api/v1/customers`. Required: `shop_id`, `business_name` (may be empty), `first_name`, \
+             `last_name`, `address`, `city`, `state`, `zip`. Phones may come in the `phone` object or the deprecated \
+             fields; the object wins.",
+            |object| object.required = CREATE_REQUIRES.iter().map(|f| (*f).to_owned()).collect(),
+        )
     }
 }
 

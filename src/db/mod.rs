@@ -34,6 +34,10 @@ pub enum DbError {
     /// A unique constraint rejected the write; the store maps it to the field it guards.
     #[error("unique constraint violated")]
     Unique,
+    /// An exclusion rule rejected the write: two live slot holds on one bay overlapping in time
+    /// (a PostgreSQL exclusion constraint, a SQLite trigger).
+    #[error("overlapping hold")]
+    Overlap,
     /// A statement that must return a row returned none.
     #[error("the statement returned no row")]
     NoRow,
@@ -48,6 +52,7 @@ impl From<sqlx::Error> for DbError {
     fn from(e: sqlx::Error) -> Self {
         match &e {
             sqlx::Error::Database(d) if d.is_unique_violation() => DbError::Unique,
+            sqlx::Error::Database(d) if d.code().as_deref() == Some("23P01") => DbError::Overlap,
             sqlx::Error::Io(_)
             | sqlx::Error::PoolTimedOut
             | sqlx::Error::PoolClosed
@@ -73,6 +78,7 @@ impl From<rusqlite::Error> for DbError {
                 {
                     DbError::Unique
                 }
+                ErrorCode::ConstraintViolation if f.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_TRIGGER => DbError::Overlap,
                 // Busy beyond the busy timeout, the disk full or failing, the file gone.
                 ErrorCode::DatabaseBusy
                 | ErrorCode::DatabaseLocked

@@ -45,7 +45,7 @@ impl HoursRecord {
     }
 }
 
-fn at_minutes(tz: Tz, date: NaiveDate, minutes: i64) -> DateTime<Utc> {
+pub fn at_minutes(tz: Tz, date: NaiveDate, minutes: i64) -> DateTime<Utc> {
     let date = date + Duration::days(minutes / 1440);
     let time = NaiveTime::from_num_seconds_from_midnight_opt(((minutes % 1440) * 60) as u32, 0).unwrap_or(NaiveTime::MIN);
     local_to_utc(tz, date.and_time(time))

@@ -9,6 +9,7 @@ mod appointments_delete;
 mod appointments_list;
 mod appointments_tz;
 mod bays;
+mod booking;
 mod conditional;
 mod customer_search;
 mod customers;

@@ -237,11 +237,16 @@ impl TestApp {
     /// On PostgreSQL the replica has a pool of its own, as another process would; SQLite is one
     /// process per file, so a second server shares the database handle.
     pub async fn spawn_replica(&self) -> String {
+        self.spawn_replica_with(test_config()).await
+    }
+
+    /// [`TestApp::spawn_replica`] with its own settings.
+    pub async fn spawn_replica_with(&self, config: AppConfig) -> String {
         let db = match &self.db {
             Db::Sqlite(_) => self.db.clone(),
             Db::Postgres(_) => Db::connect(&DbConfig { url: self.db_url.clone(), max_connections: 4 }).await.expect("connect"),
         };
-        format!("http://{}", start_server(db, test_config()).await)
+        format!("http://{}", start_server(db, config).await)
     }
 
     /// Another company with its own admin key.

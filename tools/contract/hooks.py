@@ -25,8 +25,14 @@ DATA_RULES = [
     (r"shop_id", r"^The selected shop_id is invalid\.$"),
     (r"shop_ids\.\d+", r"^The selected shop is invalid\.$"),
     (r"customer_id", r"^The selected customer_id is invalid\.$"),
-    # A bay title the appointment's shop does not have.
+    # A bay title the appointment's shop does not have (or no active bay of that title).
     (r"column", r"^The column field must name a bay of"),
+    (r"column", r"^The column must be the title of an active bay of the shop\.$"),
+    # A hold that does not exist, or whose shop, time or bay the booking contradicts.
+    (r"hold_id", r"^The selected hold_id is invalid\.$"),
+    (r"shop_id|date|hours|column", r"^The \w+ must equal the hold's"),
+    # A hold's start in the past (depends on the clock).
+    (r"date", r"^The date field must not be in the past\.$"),
     # Uniqueness among stored records (bay titles, source names, ship-to and customer numbers).
     (r"title|name|number|customer_number", r"^The \w+ has already been taken\.$"),
     # A bay that has appointments stays in its shop.
@@ -45,6 +51,8 @@ DATA_RULES = [
     (r"hours\.\d+\.close", r"^The closing time must be after the opening time\.$"),
     (r"hours\.\d+", r"^This interval overlaps another interval of the same day\.$"),
     (r"due_date", r"^The due_date must be a date after or equal to date\.$"),
+    (r"end_date", r"^The end_date must not be before the start_date\.$"),
+    (r"end_date", r"^The range may span at most \d+ dates\.$"),
     (r"terms", r"^The terms and customer_pay_type fields are the same value and must match\.$"),
 ]
 

@@ -1,0 +1,378 @@
+//! Availability and slot holds (decisions §14).
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use crate::{
+    appointments::body_with,
+    support::{Backend, TestApp, test_config},
+};
+
+crate::backend_tests!(
+    fifty_clients_race_for_one_bay_and_one_wins_each_conflict,
+    fifty_clients_without_a_column_fill_each_bay_once,
+    availability_follows_hours_bays_appointments_and_dst,
+    availability_and_holds_validate_and_scope,
+    holds_book_once_release_and_expire,
+    the_database_itself_refuses_overlapping_live_holds,
+    expired_holds_are_retired_by_racing_writers,
+);
+
+const HOUR: i64 = 3_600_000_000;
+
+/// A shop open around the clock every day, with `bays` bays `Lift 1..`.
+async fn open_shop(app: &TestApp, tz: &str, bays: usize) -> i64 {
+    let shop = app.create_shop(&app.admin_key, "Booking", tz).await;
+    let week: Vec<Value> = (0..7).map(|d| json!({"day": d, "open": "00:00", "close": "24:00"})).collect();
+    app.put(&app.admin_key, "/api/v1/settings/shop_hours", json!({"shop_id": shop, "hours": week})).await.ok();
+    for i in 0..bays {
+        app.create_bay(&app.admin_key, shop, &format!("Lift {}", i + 1), i as i64 + 1).await;
+    }
+    shop
+}
+
+fn micros(ts: &str) -> i64 {
+    chrono::DateTime::parse_from_rfc3339(ts).unwrap().timestamp_micros()
+}
+
+/// Every slot of an availability answer as `(start, end, columns)`.
+fn slots(r: &Value) -> Vec<(i64, i64, Vec<String>)> {
+    r["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|d| d["slots"].as_array().unwrap().clone())
+        .map(|s| {
+            let cols = s["columns"].as_array().unwrap().iter().map(|c| c.as_str().unwrap().to_owned()).collect();
+            (micros(s["start"].as_str().unwrap()), micros(s["end"].as_str().unwrap()), cols)
+        })
+        .collect()
+}
+
+async fn race(app: &Arc<TestApp>, replica: &str, bodies: Vec<Value>) -> Vec<(u16, Value)> {
+    let mut clients = Vec::new();
+    for (n, b) in bodies.into_iter().enumerate() {
+        let (app, base) = (app.clone(), if n % 2 == 0 { app.base.clone() } else { replica.to_owned() });
+        clients.push(tokio::spawn(async move {
+            let r = app.client.post(format!("{base}/api/v1/holds")).bearer_auth(&app.admin_key).json(&b).send().await.unwrap();
+            (r.status().as_u16(), r.json::<Value>().await.unwrap())
+        }));
+    }
+    let mut out = Vec::new();
+    for c in clients {
+        out.push(c.await.unwrap());
+    }
+    out
+}
+
+async fn fifty_clients_race_for_one_bay_and_one_wins_each_conflict(backend: Backend) {
+    let app = Arc::new(TestApp::spawn(backend).await);
+    let shop = open_shop(&app, "UTC", 2).await;
+    // Half the clients go through a second server (another replica with its own pool on
+    // PostgreSQL). Starts every 20 minutes over 3 hours, one hour each: heavy overlap.
+    let replica = app.spawn_replica().await;
+    let won = race_for_lift_1(&app, &replica, shop).await;
+    // Availability agrees: Lift 1 is free exactly where no winning hold is.
+    let r = app.get(&app.admin_key, &format!("/api/v1/availability?filter[shop_id]={shop}&start_date=2030-01-07&hours=1&step=10")).await;
+    for (start, end, cols) in slots(r.ok()) {
+        let held = won.iter().any(|w| w.1 < end && w.2 > start);
+        assert_eq!(cols.contains(&"Lift 1".to_owned()), !held, "slot at {start}: {cols:?}");
+        assert!(cols.contains(&"Lift 2".to_owned()));
+    }
+
+    // Each winning hold is booked by two racing clients: exactly one books it.
+    let mut bookings = Vec::new();
+    for (n, w) in won.iter().enumerate() {
+        for m in 0..2 {
+            let (app, base) = (app.clone(), if m == 0 { app.base.clone() } else { replica.clone() });
+            let b = json!({"hold_id": w.0, "year": "2019", "make": "Mazda", "model": "3", "home_phone": "", "work_phone": "",
+                "cell_phone": "", "last_name": format!("Racer{n}")});
+            bookings.push(tokio::spawn(async move {
+                let r = app.client.post(format!("{base}/api/v1/appointments")).bearer_auth(&app.admin_key).json(&b).send().await.unwrap();
+                r.status().as_u16()
+            }));
+        }
+    }
+    let mut statuses = Vec::new();
+    for b in bookings {
+        statuses.push(b.await.unwrap());
+    }
+    assert_eq!(statuses.iter().filter(|s| **s == 201).count(), won.len(), "{statuses:?}");
+    assert_eq!(statuses.iter().filter(|s| **s == 409).count(), won.len(), "{statuses:?}");
+    // The booked times stay taken for new holds.
+    let again = race(&app, &replica, won.iter().map(|w| json!({"shop_id": shop, "date": chrono::DateTime::from_timestamp_micros(w.1).unwrap().to_rfc3339(), "hours": 1, "column": "Lift 1"})).collect()).await;
+    assert!(again.iter().all(|(s, _)| *s == 409), "{again:?}");
+}
+
+/// 50 clients (half through `replica`) hold Lift 1 for an hour at starts every 20 minutes from
+/// 09:00 to 11:40 on 2030-01-07: heavy overlap. Checks that the winners never overlap and that
+/// every time was refused only because a winner overlaps it; returns the winners
+/// `(hold_id, start, end)`.
+async fn race_for_lift_1(app: &Arc<TestApp>, replica: &str, shop: i64) -> Vec<(i64, i64, i64)> {
+    let bodies = (0..50)
+        .map(|n| json!({"shop_id": shop, "date": format!("2030-01-07T{:02}:{:02}:00Z", 9 + (n % 9) / 3, (n % 3) * 20), "hours": 1, "column": "Lift 1"}))
+        .collect();
+    let answers = race(app, replica, bodies).await;
+    let mut won: Vec<(i64, i64, i64)> = Vec::new();
+    for (status, b) in &answers {
+        match status {
+            201 => won.push((b["hold_id"].as_i64().unwrap(), micros(b["start"].as_str().unwrap()), micros(b["end"].as_str().unwrap()))),
+            409 => {}
+            other => panic!("unexpected {other}: {b}"),
+        }
+    }
+    for (i, a) in won.iter().enumerate() {
+        for b in &won[i + 1..] {
+            assert!(a.2 <= b.1 || b.2 <= a.1, "two holds overlap on one bay: {a:?} {b:?}");
+        }
+    }
+    let base = micros("2030-01-07T09:00:00Z");
+    for n in 0..9 {
+        let start = base + n * HOUR / 3;
+        assert!(won.iter().any(|w| w.1 < start + HOUR && w.2 > start), "the time at {n} was refused although no hold took it: {won:?}");
+    }
+    won
+}
+
+async fn expired_holds_are_retired_by_racing_writers(backend: Backend) {
+    let config = autoshop::config::AppConfig { hold_ttl_secs: 1, ..test_config() };
+    let app = Arc::new(TestApp::spawn_with(backend, config.clone()).await);
+    let shop = open_shop(&app, "UTC", 1).await;
+    let replica = app.spawn_replica_with(config).await;
+    // A first race leaves live holds; once they expire, a second race must retire them (several
+    // writers at once over the same expired rows) and fill the bay again, without a 500.
+    let first = race_for_lift_1(&app, &replica, shop).await;
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    let second = race_for_lift_1(&app, &replica, shop).await;
+    assert!(second.iter().all(|w| !first.iter().any(|f| f.0 == w.0)));
+}
+
+async fn fifty_clients_without_a_column_fill_each_bay_once(backend: Backend) {
+    let app = Arc::new(TestApp::spawn(backend).await);
+    let shop = open_shop(&app, "America/Chicago", 3).await;
+    let replica = app.spawn_replica().await;
+    let bodies = (0..50).map(|_| json!({"shop_id": shop, "date": "2030-01-08T10:00:00", "hours": 2})).collect();
+    let answers = race(&app, &replica, bodies).await;
+    let mut columns: Vec<String> = answers.iter().filter(|a| a.0 == 201).map(|a| a.1["column"].as_str().unwrap().to_owned()).collect();
+    columns.sort();
+    assert_eq!(columns, ["Lift 1", "Lift 2", "Lift 3"], "{answers:?}");
+    assert_eq!(answers.iter().filter(|a| a.0 == 409).count(), 47);
+    let r = app.get(&app.admin_key, &format!("/api/v1/availability?filter[shop_id]={shop}&start_date=2030-01-08&hours=2")).await;
+    let day = &r.ok()["data"][0]["slots"];
+    let times: Vec<&str> = day.as_array().unwrap().iter().map(|s| s["time"].as_str().unwrap()).collect();
+    for busy in ["08:30", "09:00", "10:00", "11:30"] {
+        assert!(!times.contains(&busy), "{busy} should be full: {times:?}");
+    }
+    assert!(times.contains(&"08:00") && times.contains(&"12:00"));
+}
+
+async fn availability_follows_hours_bays_appointments_and_dst(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let key = &app.admin_key;
+    let shop = app.create_shop(key, "Chicago", "America/Chicago").await;
+    // Monday 08:00-12:00 and 13:00-17:00; Sunday around the clock; the rest closed.
+    let week = json!([{"day": 1, "open": "08:00", "close": "12:00"}, {"day": 1, "open": "13:00", "close": "17:00"},
+        {"day": 0, "open": "00:00", "close": "24:00"}]);
+    app.put(key, "/api/v1/settings/shop_hours", json!({"shop_id": shop, "hours": week})).await.ok();
+    app.create_bay(key, shop, "B", 2).await;
+    app.create_bay(key, shop, "A", 1).await;
+    let off = app.create_bay(key, shop, "Off", 3).await;
+    app.put(key, &format!("/api/v1/bays/{off}"), json!({"shop_id": shop, "title": "Off", "order": 3, "active": false})).await.ok();
+    // Monday 2030-01-07: A busy 08:00-10:00; B busy 09:00-10:00 by an appointment that is then
+    // deleted; an appointment without a bay.
+    crate::appointments::create_id(&app, key, body_with(shop, "2030-01-07T08:00:00", json!({"column": "A", "hours": 2}))).await;
+    let gone = crate::appointments::create_id(&app, key, body_with(shop, "2030-01-07T09:00:00", json!({"column": "B"}))).await;
+    app.delete(key, &format!("/api/v1/appointments/{gone}")).await;
+    crate::appointments::create_id(&app, key, body_with(shop, "2030-01-07T13:00:00", json!({"hours": 4}))).await;
+    let q = |extra: &str| format!("/api/v1/availability?filter[shop_id]={shop}&start_date=2030-01-06&end_date=2030-01-08&hours=1.5{extra}");
+    let r = app.get(key, &q("&step=60")).await;
+    let data = r.ok()["data"].as_array().unwrap();
+    assert_eq!(data.iter().map(|d| d["date"].as_str().unwrap()).collect::<Vec<_>>(), ["2030-01-06", "2030-01-07", "2030-01-08"]);
+    assert_eq!(data[0]["slots"].as_array().unwrap().len(), 23, "Sunday: 00:00 to 22:00");
+    assert_eq!(data[2]["slots"], json!([]), "Tuesday is closed");
+    let monday: Vec<(String, Vec<Value>)> = data[1]["slots"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| (s["time"].as_str().unwrap().to_owned(), s["columns"].as_array().unwrap().clone()))
+        .collect();
+    let want = [
+        ("08:00", json!(["B"])),
+        ("09:00", json!(["B"])),
+        ("10:00", json!(["A", "B"])),
+        ("13:00", json!(["A", "B"])),
+        ("14:00", json!(["A", "B"])),
+        ("15:00", json!(["A", "B"])),
+    ];
+    assert_eq!(monday, want.iter().map(|(t, c)| (t.to_string(), c.as_array().unwrap().clone())).collect::<Vec<_>>());
+    assert_eq!(data[1]["slots"][0]["start"], "2030-01-07T14:00:00.000000Z");
+    assert_eq!(data[1]["slots"][0]["end"], "2030-01-07T15:30:00.000000Z");
+    // One bay asked for (any case).
+    let r = app.get(key, &format!("/api/v1/availability?filter[shop_id]={shop}&start_date=2030-01-07&hours=1.5&step=60&column=a")).await;
+    let times: Vec<&str> = r.ok()["data"][0]["slots"].as_array().unwrap().iter().map(|s| s["time"].as_str().unwrap()).collect();
+    assert_eq!(times, ["10:00", "13:00", "14:00", "15:00"]);
+    // Daylight saving (US 2030: March 10 and November 3 are Sundays).
+    let day = |date: &str| format!("/api/v1/availability?filter[shop_id]={shop}&start_date={date}&hours=1&step=60");
+    let r = app.get(key, &day("2030-03-10")).await;
+    let spring: Vec<&str> = r.ok()["data"][0]["slots"].as_array().unwrap().iter().map(|s| s["time"].as_str().unwrap()).collect();
+    assert_eq!(spring.len(), 23);
+    assert!(!spring.iter().any(|t| t.starts_with("02:")), "{spring:?}");
+    let r = app.get(key, &day("2030-11-03")).await;
+    let fall = r.ok()["data"][0]["slots"].as_array().unwrap().clone();
+    assert_eq!(fall.len(), 25);
+    let ones: Vec<&Value> = fall.iter().filter(|s| s["time"] == "01:00").collect();
+    assert_eq!(ones.len(), 2);
+    assert_eq!(ones[0]["start"], "2030-11-03T06:00:00.000000Z");
+    assert_eq!(ones[1]["start"], "2030-11-03T07:00:00.000000Z");
+    // Past days have no slots.
+    let r = app.get(key, &day("2020-01-05")).await;
+    assert_eq!(r.ok()["data"][0]["slots"], json!([]));
+}
+
+async fn availability_and_holds_validate_and_scope(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let key = &app.admin_key;
+    let shop = open_shop(&app, "UTC", 1).await;
+    let base = format!("/api/v1/availability?filter[shop_id]={shop}");
+    for (query, field) in [
+        ("/api/v1/availability?start_date=2030-01-07&hours=1".to_owned(), "filter[shop_id]"),
+        (format!("{base}&hours=1"), "start_date"),
+        (format!("{base}&start_date=2030-1-7&hours=1"), "start_date"),
+        (format!("{base}&start_date=2030-01-07"), "hours"),
+        (format!("{base}&start_date=2030-01-07&hours=0"), "hours"),
+        (format!("{base}&start_date=2030-01-07&hours=24.5"), "hours"),
+        (format!("{base}&start_date=2030-01-07&hours=x"), "hours"),
+        (format!("{base}&start_date=2030-01-07&end_date=2030-01-06&hours=1"), "end_date"),
+        (format!("{base}&start_date=2030-01-01&end_date=2030-02-01&hours=1"), "end_date"),
+        (format!("{base}&start_date=2030-01-07&hours=1&step=4"), "step"),
+        (format!("{base}&start_date=2030-01-07&hours=1&step=241"), "step"),
+        (format!("{base}&start_date=2030-01-07&hours=1&column=Nope"), "column"),
+    ] {
+        app.get(key, &query).await.invalid(field);
+    }
+    app.get(key, &format!("{base}&start_date=2030-01-01&end_date=2030-01-31&hours=1&step=240")).await.ok();
+    app.get(key, &format!("{base}&start_date=2030-01-07&hours=1&filter[bogus]=1")).await.problem(400);
+    let (_, other_key) = app.new_company("Other").await;
+    app.get(&other_key, &format!("{base}&start_date=2030-01-07&hours=1")).await.problem(404);
+    app.post(&other_key, "/api/v1/holds", json!({"shop_id": shop, "date": "2030-01-07T09:00:00Z", "hours": 1})).await.invalid("shop_id");
+    let reader = app.create_key(key, "read", None).await;
+    app.get(&reader, &format!("{base}&start_date=2030-01-07&hours=1")).await.ok();
+    app.post(&reader, "/api/v1/holds", json!({"shop_id": shop, "date": "2030-01-07T09:00:00Z", "hours": 1})).await.problem(403);
+    for (body, field) in [
+        (json!({"date": "2030-01-07T09:00:00Z", "hours": 1}), "shop_id"),
+        (json!({"shop_id": shop, "hours": 1}), "date"),
+        (json!({"shop_id": shop, "date": "2020-01-07T09:00:00Z", "hours": 1}), "date"),
+        (json!({"shop_id": shop, "date": "2030-01-07T09:00:00Z"}), "hours"),
+        (json!({"shop_id": shop, "date": "2030-01-07T09:00:00Z", "hours": 25}), "hours"),
+        (json!({"shop_id": shop, "date": "2030-01-07T09:00:00Z", "hours": 1, "column": "Nope"}), "column"),
+    ] {
+        app.post(key, "/api/v1/holds", body).await.invalid(field);
+    }
+    // Outside the hours: a closed shop.
+    app.put(key, "/api/v1/settings/shop_hours", json!({"shop_id": shop, "hours": [{"day": 1, "open": "08:00", "close": "12:00"}]})).await.ok();
+    app.post(key, "/api/v1/holds", json!({"shop_id": shop, "date": "2030-01-07T11:30:00Z", "hours": 1})).await.problem(409);
+    app.post(key, "/api/v1/holds", json!({"shop_id": shop, "date": "2030-01-08T09:00:00Z", "hours": 1})).await.problem(409);
+    let r = app.post(key, "/api/v1/holds", json!({"shop_id": shop, "date": "2030-01-07T11:00:00Z", "hours": 1})).await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    app.delete(&other_key, &format!("/api/v1/holds/{}", r.body["hold_id"])).await.problem(404);
+    app.delete(key, "/api/v1/holds/abc").await.problem(404);
+}
+
+async fn holds_book_once_release_and_expire(backend: Backend) {
+    let app = TestApp::spawn_with(backend, autoshop::config::AppConfig { hold_ttl_secs: 2, ..test_config() }).await;
+    let key = &app.admin_key;
+    let shop = open_shop(&app, "America/Chicago", 2).await;
+    let hold = |date: &str, column: Option<&str>| {
+        let mut b = json!({"shop_id": shop, "date": date, "hours": 1.5});
+        if let Some(c) = column {
+            b["column"] = json!(c);
+        }
+        app.post(key, "/api/v1/holds", b)
+    };
+    let r = hold("2030-01-07T09:00:00", None).await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    assert_eq!(r.header("location"), Some(format!("/api/v1/holds/{}", r.body["hold_id"]).as_str()));
+    assert_eq!(
+        (r.body["column"].as_str(), r.body["start"].as_str(), r.body["end"].as_str()),
+        (Some("Lift 1"), Some("2030-01-07T15:00:00.000000Z"), Some("2030-01-07T16:30:00.000000Z"))
+    );
+    let first = r.body["hold_id"].as_i64().unwrap();
+    assert_eq!(app.get(key, &format!("/api/v1/holds/{first}")).await.ok(), &r.body);
+    // The next hold at an overlapping time takes the next bay; then none is left.
+    assert_eq!(hold("2030-01-07T10:00:00", None).await.body["column"], "Lift 2");
+    hold("2030-01-07T09:30:00", None).await.problem(409);
+    hold("2030-01-07T10:00:00", Some("lift 1")).await.problem(409);
+    // A booking with the hold: mismatches are 422, an unknown hold 422.
+    let booking = |extra: Value| body_with(shop, "2030-01-07T09:00:00", extra);
+    let mut bare = booking(json!({"hold_id": first}));
+    for f in ["shop_id", "date"] {
+        bare.as_object_mut().unwrap().remove(f);
+    }
+    app.post(key, "/api/v1/appointments", booking(json!({"hold_id": first, "column": "Lift 2"}))).await.invalid("column");
+    app.post(key, "/api/v1/appointments", booking(json!({"hold_id": first, "hours": 1}))).await.invalid("hours");
+    app.post(key, "/api/v1/appointments", body_with(shop, "2030-01-07T09:15:00", json!({"hold_id": first}))).await.invalid("date");
+    app.post(key, "/api/v1/appointments", booking(json!({"hold_id": 999_999}))).await.invalid("hold_id");
+    let r = app.post(key, "/api/v1/appointments", bare.clone()).await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    assert_eq!((r.body["column"].as_str(), r.body["hours"].as_f64()), (Some("Lift 1"), Some(1.5)));
+    assert_eq!(r.body["schedule"]["start"], "2030-01-07T15:00:00.000000Z");
+    app.post(key, "/api/v1/appointments", bare).await.problem(409);
+    let id = r.body["appointment_id"].as_i64().unwrap();
+    app.put(key, &format!("/api/v1/appointments/{id}"), json!({"hold_id": first})).await.invalid("hold_id");
+    // Released: free at once; releasing again is a 204 too.
+    let r = hold("2030-01-08T09:00:00", Some("Lift 2")).await;
+    let second = r.body["hold_id"].as_i64().unwrap();
+    hold("2030-01-08T09:00:00", Some("Lift 2")).await.problem(409);
+    assert_eq!(app.delete(key, &format!("/api/v1/holds/{second}")).await.status, 204);
+    assert_eq!(app.delete(key, &format!("/api/v1/holds/{second}")).await.status, 204);
+    let r = hold("2030-01-08T09:00:00", Some("Lift 2")).await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    let third = r.body["hold_id"].as_i64().unwrap();
+    // Expired (2 s here): no longer blocks availability or a new hold, and cannot be booked.
+    tokio::time::sleep(std::time::Duration::from_millis(2100)).await;
+    let r = app.get(key, &format!("/api/v1/availability?filter[shop_id]={shop}&start_date=2030-01-08&hours=1.5&step=60")).await;
+    let nine = r.ok()["data"][0]["slots"].as_array().unwrap().iter().find(|s| s["time"] == "09:00").unwrap().clone();
+    assert_eq!(nine["columns"], json!(["Lift 1", "Lift 2"]));
+    let mut late = body_with(shop, "2030-01-08T09:00:00", json!({"hold_id": third}));
+    late.as_object_mut().unwrap().remove("date");
+    app.post(key, "/api/v1/appointments", late).await.problem(409);
+    assert_eq!(hold("2030-01-08T09:30:00", Some("Lift 2")).await.status, 201);
+}
+
+/// The rule holds below the server's own checks: two transactions inserting overlapping live
+/// holds on one bay straight through the store (no busy-bay read first) cannot both commit.
+async fn the_database_itself_refuses_overlapping_live_holds(backend: Backend) {
+    use autoshop::{
+        db::DbError,
+        holds::store::{self, HoldRow},
+    };
+    let app = TestApp::spawn(backend).await;
+    let shop = open_shop(&app, "UTC", 2).await;
+    let bays = app.get(&app.admin_key, &format!("/api/v1/bays?filter[shop_id]={shop}&sort=order")).await.ids("id");
+    let base = micros("2030-01-07T09:00:00Z");
+    let hold = |bay_id: i64, start: i64, expires_at: i64| HoldRow {
+        id: 0,
+        shop_id: shop,
+        bay_id,
+        start_at: start,
+        end_at: start + HOUR,
+        hours: 1.0,
+        expires_at,
+        state: "held".into(),
+    };
+    let far = base + 24 * HOUR;
+    let insert = |h: HoldRow| {
+        let (db, company) = (app.db.clone(), app.company_id);
+        async move {
+            let mut tx = db.begin().await?;
+            store::insert(&mut tx, company, &h, base - HOUR).await?;
+            tx.commit().await
+        }
+    };
+    insert(hold(bays[0], base, far)).await.unwrap();
+    assert!(matches!(insert(hold(bays[0], base + HOUR / 2, far)).await, Err(DbError::Overlap)));
+    // Touching ends do not overlap; another bay is another bay.
+    insert(hold(bays[0], base + HOUR, far)).await.unwrap();
+    insert(hold(bays[1], base, far)).await.unwrap();
+}
