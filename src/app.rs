@@ -98,6 +98,8 @@ pub fn build(db: Db, config: AppConfig) -> Router {
     let routes = Router::new()
         .merge(api)
         .merge(SwaggerUi::new("/docs").url("/api/v1/openapi.json", doc))
+        // The scheduling board: a page for people, outside the API (and its document), like /docs.
+        .merge(crate::board::router())
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics))
@@ -203,6 +205,9 @@ async fn metrics(State(state): State<AppState>) -> Response {
     for (pool, size, idle) in state.db.pool_stats() {
         metrics::gauge!("db_pool_connections", "pool" => pool).set(size as f64);
         metrics::gauge!("db_pool_idle_connections", "pool" => pool).set(idle as f64);
+    }
+    if let Some(bytes) = state.db.engine_memory_bytes() {
+        metrics::gauge!("sqlite_memory_bytes").set(bytes as f64);
     }
     let mut response = state.metrics.render().into_response();
     response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; version=0.0.4"));

@@ -82,7 +82,7 @@ impl Change {
     pub async fn commit(mut self) -> Result<(), DbError> {
         let slot = idempotency::current();
         let stored_answer = match (&slot, &self.replay) {
-            (Some(slot), Some(replay)) => Some(slot.store_query(replay, now_micros())),
+            (Some(slot), Some(replay)) => Some((slot.store_query(replay, now_micros()), slot.clone())),
             _ => None,
         };
         let has_events = !self.events.is_empty();
@@ -92,7 +92,7 @@ impl Change {
         let last = LastStatements {
             company_id: self.company_id,
             stored_answer,
-            events: has_events.then(|| events::store::insert_query(self.company_id, &self.events, now_micros())),
+            events: events::store::insert_queries(self.company_id, std::mem::take(&mut self.events), EVENTS_CHUNK, now_micros()),
         };
         let queued = self.tx.commit_with(last).await?;
         if let (Some(slot), Some(_)) = (&slot, &self.replay) {
@@ -110,45 +110,59 @@ impl Change {
 /// the outbox adds no round trip there.
 struct LastStatements {
     company_id: i64,
-    stored_answer: Option<Query>,
-    events: Option<Query>,
+    /// The statement that stores a keyed request's answer, and the request's claim (told when
+    /// another request stored an answer for the key first).
+    stored_answer: Option<(Query, idempotency::Slot)>,
+    /// The events' inserts, one per [`EVENTS_CHUNK`] (one for every change but an import).
+    events: Vec<Query>,
 }
+
+/// Events per `INSERT` (5 values each: under both databases' limits on placeholders).
+const EVENTS_CHUNK: usize = 1000;
 
 impl Finish for LastStatements {
     /// How many webhook deliveries were queued.
     type Output = usize;
 
     fn run_blocking(self, conn: &rusqlite::Connection) -> Result<usize, DbError> {
-        if let Some(q) = &self.stored_answer {
+        if let Some((q, slot)) = &self.stored_answer {
             if sqlite::execute(conn, q)? != 1 {
-                return Err(reservation_lost());
+                return Err(answered_first(slot));
             }
         }
-        let Some(q) = &self.events else { return Ok(0) };
-        let rows: Vec<EventRow> = sqlite::fetch_all(conn, q)?;
-        let subscriptions = sqlite::fetch_all(conn, &webhooks::store::subscriptions_query(self.company_id))?;
-        match webhooks::enqueue_query(self.company_id, &subscriptions, rows)? {
-            Some(q) => Ok(sqlite::execute(conn, &q)? as usize),
-            None => Ok(0),
+        if self.events.is_empty() {
+            return Ok(0);
         }
+        let subscriptions = sqlite::fetch_all(conn, &webhooks::store::subscriptions_query(self.company_id))?;
+        let mut queued = 0;
+        for q in &self.events {
+            let rows: Vec<EventRow> = sqlite::fetch_all(conn, q)?;
+            for q in webhooks::enqueue_queries(self.company_id, &subscriptions, rows)? {
+                queued += sqlite::execute(conn, &q)? as usize;
+            }
+        }
+        Ok(queued)
     }
 
     async fn run(self, tx: &mut Tx) -> Result<usize, DbError> {
-        if let Some(q) = &self.stored_answer {
+        if let Some((q, slot)) = &self.stored_answer {
             if tx.execute(q).await? != 1 {
-                return Err(reservation_lost());
+                return Err(answered_first(slot));
             }
         }
-        let Some(q) = &self.events else { return Ok(0) };
-        let inserted = tx.fetch_all(&webhooks::store::inserted_with_subscriptions(q.clone())).await?;
-        let (rows, subscriptions) = webhooks::store::InsertedEvent::split(inserted);
-        match webhooks::enqueue_query(self.company_id, &subscriptions, rows)? {
-            Some(q) => Ok(tx.execute(&q).await? as usize),
-            None => Ok(0),
+        let mut queued = 0;
+        for q in self.events {
+            let inserted = tx.fetch_all(&webhooks::store::inserted_with_subscriptions(q)).await?;
+            let (rows, subscriptions) = webhooks::store::InsertedEvent::split(inserted);
+            for q in webhooks::enqueue_queries(self.company_id, &subscriptions, rows)? {
+                queued += tx.execute(&q).await? as usize;
+            }
         }
+        Ok(queued)
     }
 }
 
-fn reservation_lost() -> DbError {
-    DbError::Unavailable("the request's Idempotency-Key reservation expired; retry".into())
+fn answered_first(slot: &idempotency::Slot) -> DbError {
+    slot.mark_answered_elsewhere();
+    DbError::Unavailable("another request with this Idempotency-Key stored its answer first; retry to get it".into())
 }

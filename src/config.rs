@@ -77,6 +77,9 @@ pub struct ServeArgs {
     /// Largest accepted request body, in bytes.
     #[arg(long, env = "AUTOSHOP_MAX_BODY_BYTES", default_value_t = 1024 * 1024)]
     pub max_body_bytes: usize,
+    /// Largest accepted CSV file on `POST /api/v1/customers/import`, in bytes.
+    #[arg(long, env = "AUTOSHOP_IMPORT_MAX_BYTES", default_value_t = 64 * 1024 * 1024)]
+    pub import_max_bytes: usize,
     /// Requests running longer than this many seconds are answered 503 with `Retry-After: 1`.
     #[arg(long, env = "AUTOSHOP_REQUEST_TIMEOUT_SECS", default_value = "30", value_parser = parse_secs)]
     pub request_timeout_secs: Duration,
@@ -182,6 +185,7 @@ impl From<&TransportArgs> for Transport {
 pub struct AppConfig {
     pub public_url: Option<String>,
     pub max_body_bytes: usize,
+    pub import_max_bytes: usize,
     /// The per-request deadline: past it the answer is a 503 with `Retry-After`.
     pub request_timeout: Duration,
     pub transport: Transport,
@@ -221,11 +225,19 @@ fn parse_schedule(raw: &str) -> Result<RetrySchedule, String> {
     Ok(RetrySchedule(waits))
 }
 
+impl AppConfig {
+    /// The largest body a request to `path` may send: imports take files.
+    pub fn body_limit_for(&self, path: &str) -> usize {
+        if path == crate::customers::IMPORT_PATH { self.import_max_bytes } else { self.max_body_bytes }
+    }
+}
+
 impl Default for AppConfig {
     fn default() -> Self {
         AppConfig {
             public_url: None,
             max_body_bytes: 1024 * 1024,
+            import_max_bytes: 64 * 1024 * 1024,
             request_timeout: Duration::from_secs(30),
             transport: Transport::default(),
             rate_limit: 100.0,
@@ -244,6 +256,7 @@ impl From<&ServeArgs> for AppConfig {
         AppConfig {
             public_url: args.public_url.as_ref().map(|u| u.trim_end_matches('/').to_owned()),
             max_body_bytes: args.max_body_bytes,
+            import_max_bytes: args.import_max_bytes,
             request_timeout: args.request_timeout_secs,
             transport: Transport::from(&args.transport),
             rate_limit: args.rate_limit,

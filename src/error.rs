@@ -30,6 +30,13 @@ impl FieldErrors {
         self.0.is_empty()
     }
 
+    /// Adds `other`'s messages with their fields prefixed (`row 3.` + `first_name`).
+    pub fn absorb(&mut self, prefix: &str, other: FieldErrors) {
+        for (field, messages) in other.0 {
+            self.0.entry(format!("{prefix}{field}")).or_default().extend(messages);
+        }
+    }
+
     /// `Ok(())` when nothing was recorded, else the 422 carrying every message.
     pub fn into_result(self) -> Result<(), ApiError> {
         if self.is_empty() { Ok(()) } else { Err(ApiError::Validation(self)) }

@@ -83,11 +83,12 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             Some(d) => {
                 println!("Demo company {} loaded. Its admin API key (shown once):\n\n  {}\n", d.company_id, d.api_key);
                 println!("Try:\n\n  curl -H 'Authorization: Bearer {}' http://{addr}/api/v1/bays\n", d.api_key);
+                println!("or open the scheduling board at http://{addr}/board and paste the key.\n");
             }
             None => println!("The database already has a company; demo data not loaded (use the key you saved)."),
         }
     }
-    tracing::info!(%addr, backend = db.backend(), "autoshop listening; API reference at http://{addr}/docs");
+    tracing::info!(%addr, backend = db.backend(), "autoshop listening; API reference at http://{addr}/docs, scheduling board at http://{addr}/board");
     server::serve(listener, db, AppConfig::from(&args)).await
 }
 

@@ -5,6 +5,7 @@ use axum::{
     response::{IntoResponse, Response},
 };
 use serde::Serialize;
+use std::collections::HashMap;
 
 use crate::{conditional::json_with_etag, db::DbError, error::ApiError};
 
@@ -26,4 +27,14 @@ pub fn unique_as_invalid(field: &'static str) -> impl FnOnce(DbError) -> ApiErro
         DbError::Unique => ApiError::invalid(field, format!("The {field} has already been taken.")),
         other => other.into(),
     }
+}
+
+/// Groups rows by a parent's id (the bays of each shop, the ship-tos of each customer),
+/// converting each and keeping their order: what an embedded list of a page is made from.
+pub fn group_by<R, T>(rows: Vec<R>, parent_id: impl Fn(&R) -> i64, into: impl Fn(R) -> T) -> HashMap<i64, Vec<T>> {
+    let mut out: HashMap<i64, Vec<T>> = HashMap::new();
+    for row in rows {
+        out.entry(parent_id(&row)).or_default().push(into(row));
+    }
+    out
 }

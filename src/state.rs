@@ -9,6 +9,7 @@ use crate::{
     config::AppConfig,
     db::Db,
     events::hub::EventHub,
+    idempotency::claims::Claims,
     rate_limit::{Limits, RateLimiter},
     webhooks::dispatch::DeliverySettings,
 };
@@ -22,6 +23,8 @@ pub struct AppState {
     pub limiter: Arc<RateLimiter>,
     /// Wakes this process's event streams when a change commits.
     pub events: Arc<EventHub>,
+    /// The `Idempotency-Key`s this server's running requests hold.
+    pub claims: Arc<Claims>,
 }
 
 impl AppState {
@@ -40,7 +43,7 @@ impl AppState {
         crate::idempotency::spawn_purge(db.clone());
         crate::holds::spawn_purge(db.clone());
         crate::webhooks::dispatch::start(db.clone(), deliveries, crate::webhooks::dispatcher_wake());
-        AppState { db, config: Arc::new(config), metrics: metrics_handle(), keys, limiter: Arc::new(limiter), events }
+        AppState { db, config: Arc::new(config), metrics: metrics_handle(), keys, limiter: Arc::new(limiter), events, claims: Arc::default() }
     }
 }
 

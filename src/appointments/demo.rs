@@ -63,7 +63,7 @@ pub async fn load_demo(db: &Db, company_id: i64) -> anyhow::Result<()> {
         let (make, model) = VEHICLES[rng.below(VEHICLES.len())];
         let customer = (!people.is_empty() && rng.below(10) < 4).then(|| &people[rng.below(people.len())]);
         let (first_name, last_name, email) = match customer {
-            Some(c) => (c.first_name.clone(), c.last_name.clone(), c.email.clone()),
+            Some(c) => (c.fields.first_name.clone(), c.fields.last_name.clone(), c.fields.email.clone()),
             None => {
                 let (f, l) = (FIRST[rng.below(FIRST.len())], LAST[rng.below(LAST.len())]);
                 (f.to_owned(), l.to_owned(), Some(format!("{}.{}@example.com", f.to_lowercase(), l.to_lowercase())))

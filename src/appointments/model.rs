@@ -77,9 +77,10 @@ pub struct Schedule {
 }
 
 impl From<AppointmentRow> for Appointment {
-    fn from(r: AppointmentRow) -> Self {
+    fn from(row: AppointmentRow) -> Self {
+        let r = row.fields;
         Appointment {
-            appointment_id: r.id,
+            appointment_id: row.id,
             shop_id: r.shop_id,
             customer_id: r.customer_id,
             vehicle_id: r.vehicle_id,
@@ -91,7 +92,7 @@ impl From<AppointmentRow> for Appointment {
             reason: r.reason,
             phone: Phone { home: r.home_phone, work: r.work_phone, cell: r.cell_phone },
             hours: r.hours,
-            column: r.column_title,
+            column: row.column_title,
             done: r.done,
             email: r.email,
             source: r.source,
@@ -103,9 +104,9 @@ impl From<AppointmentRow> for Appointment {
                 hours: r.hours,
                 flag: if r.done { "complete" } else { "incomplete" }.into(),
             },
-            timestamp: format_micros(r.created_at),
-            updated_at: Some(format_micros(r.updated_at)),
-            deleted: r.deleted_at.map(format_micros),
+            timestamp: format_micros(row.created_at),
+            updated_at: Some(format_micros(row.updated_at)),
+            deleted: row.deleted_at.map(format_micros),
             status: r.status,
             customer: None,
         }
@@ -258,6 +259,15 @@ pub fn nullable_source_schema() -> utoipa::openapi::RefOr<utoipa::openapi::schem
         .item(ObjectBuilder::new().schema_type(Type::Null))
         .description(Some("Where the appointment comes from; `null` means `API`."))
         .into()
+}
+
+/// Query parameters of `GET /api/v1/appointments/export`: the list's, without paging and details.
+pub struct AppointmentExportParams;
+
+impl IntoParams for AppointmentExportParams {
+    fn into_params(_: impl Fn() -> Option<utoipa::openapi::path::ParameterIn>) -> Vec<utoipa::openapi::path::Parameter> {
+        crate::export::list_params(AppointmentListParams::into_params(crate::export::in_query))
+    }
 }
 
 /// Query parameters of `GET /api/v1/appointments`.

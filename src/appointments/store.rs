@@ -23,33 +23,12 @@ pub const SORTS: &[Sort] = &[
     ("date", "start_at"),
 ];
 
-#[derive(Debug, Clone, crate::db::FromRow)]
+/// A stored appointment: its id, the fields a write sets, the timestamps, and its bay's title.
+#[derive(Debug, Clone, Default, crate::db::FromRow)]
 pub struct AppointmentRow {
     pub id: i64,
-    pub shop_id: i64,
-    pub customer_id: Option<i64>,
-    pub vehicle_id: Option<i64>,
-    pub repair_order_id: Option<i64>,
-    pub employee_id: Option<i64>,
-    pub first_name: String,
-    pub last_name: String,
-    pub email: Option<String>,
-    pub year: String,
-    pub make: String,
-    pub model: String,
-    pub reason: Option<String>,
-    pub home_phone: String,
-    pub work_phone: String,
-    pub cell_phone: String,
-    pub bay_id: Option<i64>,
-    pub hours: f64,
-    pub done: bool,
-    pub source: String,
-    pub status: Option<String>,
-    pub start_at: i64,
-    pub end_at: i64,
-    pub local_date: String,
-    pub local_time: String,
+    #[row(flatten)]
+    pub fields: AppointmentFields,
     pub created_at: i64,
     pub updated_at: i64,
     pub deleted_at: Option<i64>,
@@ -71,8 +50,8 @@ fn returning_columns() -> String {
     format!("{FIELDS}, CAST(NULL AS TEXT) AS column_title")
 }
 
-/// A validated appointment, ready to store.
-#[derive(Debug, Clone)]
+/// A validated appointment, ready to store, in column order.
+#[derive(Debug, Clone, Default, crate::db::FromRow)]
 pub struct AppointmentFields {
     pub shop_id: i64,
     pub customer_id: Option<i64>,
@@ -290,6 +269,13 @@ pub fn list_statements(company_id: i64, shops: &ShopFilter, f: &ListFilters, pag
     let mut total = Query::new("SELECT CAST(COALESCE(SUM(n), 0) AS BIGINT) FROM appointment_counts WHERE company_id = $1").bind(company_id);
     shops.push_sql(&mut total, "shop_id");
     (rows, total)
+}
+
+/// Every appointment a list with these filters shows, in its order, without pages (an export).
+pub fn export_query(company_id: i64, shops: &ShopFilter, f: &ListFilters, page: &PageRequest) -> Query {
+    let mut q = list_query(company_id, shops, f).prefixed(&format!("SELECT {} ", select_columns()));
+    page.push_order(&mut q, "id");
+    q
 }
 
 /// Every live (not deleted) appointment of the given customers (one query for a page of

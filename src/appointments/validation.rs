@@ -53,10 +53,11 @@ fn positive_id(errors: &mut FieldErrors, field: &str, value: Option<i64>) -> Opt
     value
 }
 
-/// Validates `input` for a create (`current` is `None`) or an update of `current`.
-pub async fn validate(db: &Db, caller: &Caller, input: AppointmentInput, current: Option<&AppointmentRow>) -> Result<Validated, ApiError> {
+/// Validates `input` for a create (`current` is `None`) or an update of `current`: every
+/// field error is collected before answering.
+pub async fn validate(db: &Db, caller: &Caller, mut input: AppointmentInput, current: Option<&AppointmentRow>) -> Result<Validated, ApiError> {
     let mut errors = FieldErrors::default();
-    let company_id = caller.company_id;
+    let stored = current.map(|c| &c.fields);
 
     // The shop (its zone reads local dates) and the customer (fills names and e-mail).
     let shop: Option<ShopRow> = match &input.shop_id {
@@ -67,146 +68,21 @@ pub async fn validate(db: &Db, caller: &Caller, input: AppointmentInput, current
         }
     };
     let tz = shop.as_ref().map(ShopRow::tz).unwrap_or(chrono_tz::UTC);
-    let shop_changed = current.is_some_and(|c| shop.as_ref().is_some_and(|s| s.id != c.shop_id));
-
-    let new_customer: Option<CustomerRow> = match input.customer_id {
-        Patch::Value(id) if current.and_then(|c| c.customer_id) != Some(id) => {
-            let found = customers::find(db, company_id, id).await?.filter(|c| caller.can_see_shop(c.shop_id));
-            if found.is_none() {
-                errors.add("customer_id", "The selected customer_id is invalid.");
-            }
-            found
-        }
-        _ => None,
-    };
-    let customer_id = input.customer_id.apply(current.and_then(|c| c.customer_id));
-
-    let start_at = match input.date {
-        Patch::Value(raw) => match parse_schedule(&raw, tz) {
-            Some(t) => Some(t.timestamp_micros()),
-            None => {
-                errors.add(
-                    "date",
-                    "The date field must be an RFC 3339 date-time or a local date-time (YYYY-MM-DDTHH:MM[:SS]) in the years 1900 to 2200.",
-                );
-                None
-            }
-        },
-        _ => {
-            errors.add("date", "The date field is required.");
-            None
-        }
-    };
-
-    let year = required(&mut errors, "year", input.year);
-    if year.as_ref().is_some_and(|y| y.len() != 4 || !y.bytes().all(|b| b.is_ascii_digit())) {
-        errors.add("year", "The year field must be four digits.");
-    }
-    let mut nonblank = |field: &str, patch: Patch<String>| {
-        let given = required(&mut errors, field, patch);
-        let v = text(&mut errors, field, given);
-        if v.as_ref().is_some_and(|v| v.is_empty()) {
-            errors.add(field, format!("The {field} field is required."));
-        }
-        v.unwrap_or_default()
-    };
-    let make = nonblank("make", input.make);
-    let model = nonblank("model", input.model);
-    let mut phone = |field: &str, patch: Patch<String>| {
-        let given = required(&mut errors, field, patch);
-        text(&mut errors, field, given).unwrap_or_default()
-    };
-    let home_phone = phone("home_phone", input.home_phone);
-    let work_phone = phone("work_phone", input.work_phone);
-    let cell_phone = phone("cell_phone", input.cell_phone);
-
-    // Names and e-mail: given values win, `null` clears, omitted ones come from a newly linked
-    // customer, else keep their stored value.
-    let from_customer = |patch: Patch<String>, customer: Option<String>, stored: Option<String>| match patch {
-        Patch::Value(v) => Some(v),
-        Patch::Null => None,
-        Patch::Missing => match &new_customer {
-            Some(_) => customer,
-            None => stored,
-        },
-    };
-    let first_name = from_customer(input.first_name, new_customer.as_ref().map(|c| c.first_name.clone()), current.map(|c| c.first_name.clone()));
-    let first_name = text(&mut errors, "first_name", first_name).unwrap_or_default();
-    let last_name = from_customer(input.last_name, new_customer.as_ref().map(|c| c.last_name.clone()), current.map(|c| c.last_name.clone()));
-    let last_name = text(&mut errors, "last_name", last_name).unwrap_or_default();
-    let email = from_customer(input.email, new_customer.as_ref().and_then(|c| c.email.clone()), current.and_then(|c| c.email.clone()));
-    let email = text(&mut errors, "email", email).filter(|e| !e.is_empty());
-    if let Some(e) = &email {
-        validate::email(&mut errors, "email", e);
-    }
-
-    let hours = match input.hours {
-        Patch::Value(h) => h,
-        Patch::Null => 1.0,
-        Patch::Missing => current.map_or(1.0, |c| c.hours),
-    };
-    if !(hours > 0.0 && hours <= 24.0) {
-        errors.add("hours", "The hours field must be greater than 0 and at most 24.");
-    }
-    let done = match input.done {
-        Patch::Value(d) => d,
-        Patch::Null => false,
-        Patch::Missing => current.is_some_and(|c| c.done),
-    };
-    let source = match input.source {
-        Patch::Value(s) => match APPOINTMENT_SOURCES.iter().find(|v| **v == s) {
-            Some(v) => (*v).to_owned(),
-            None => {
-                errors.add("source", format!("The source field must be one of: {}.", APPOINTMENT_SOURCES.join(", ")));
-                String::new()
-            }
-        },
-        Patch::Null => "API".into(),
-        Patch::Missing => current.map_or_else(|| "API".into(), |c| c.source.clone()),
-    };
-
-    // The bay: named by title among the shop's bays; an omitted column keeps its bay unless the
-    // appointment moves to another shop.
-    let mut column_title = None;
-    let bay_id = match input.column {
-        Patch::Value(title) if !title.trim().is_empty() => match &shop {
-            Some(shop) => {
-                let wanted = title.trim().to_lowercase();
-                let bays = bays::for_shops(db, company_id, &ShopFilter::Only(vec![shop.id])).await?;
-                match bays.into_iter().find(|b| b.title.to_lowercase() == wanted) {
-                    Some(bay) => {
-                        column_title = Some(bay.title);
-                        Some(bay.id)
-                    }
-                    None => {
-                        errors.add("column", "The column field must name a bay of the appointment's shop.");
-                        None
-                    }
-                }
-            }
-            None => None,
-        },
-        Patch::Value(_) | Patch::Null => None,
-        Patch::Missing => {
-            let kept = current.and_then(|c| c.bay_id.map(|id| (id, c.column_title.clone())));
-            if kept.is_some() && shop_changed {
-                errors.add("column", "The column field must name a bay of the new shop (or be null) when shop_id changes.");
-            }
-            kept.map(|(id, title)| {
-                column_title = title;
-                id
-            })
-        }
-    };
-
-    let reason = text(&mut errors, "reason", input.reason.apply(current.and_then(|c| c.reason.clone())));
-    let status = text(&mut errors, "status", input.status.apply(current.and_then(|c| c.status.clone())));
-    let vehicle_id = positive_id(&mut errors, "vehicle_id", input.vehicle_id.apply(current.and_then(|c| c.vehicle_id)));
-    let repair_order_id =
-        positive_id(&mut errors, "repair_order_id", input.repair_order_id.apply(current.and_then(|c| c.repair_order_id)));
-    let employee_id = positive_id(&mut errors, "employee_id", input.employee_id.apply(current.and_then(|c| c.employee_id)));
+    let new_customer = linked_customer(db, caller, &input.customer_id, stored, &mut errors).await?;
+    let customer_id = input.customer_id.clone().apply(stored.and_then(|c| c.customer_id));
+    let start_at = start(&mut errors, std::mem::take(&mut input.date), tz);
+    let vehicle = vehicle_and_phones(&mut errors, &mut input);
+    let (first_name, last_name, email) = contact(&mut errors, &mut input, new_customer.as_ref(), stored);
+    let (hours, done, source) = work(&mut errors, &input, stored);
+    let (bay_id, column_title) = bay(db, caller.company_id, &mut errors, &input.column, shop.as_ref(), current).await?;
+    let reason = text(&mut errors, "reason", input.reason.apply(stored.and_then(|c| c.reason.clone())));
+    let status = text(&mut errors, "status", input.status.apply(stored.and_then(|c| c.status.clone())));
+    let vehicle_id = positive_id(&mut errors, "vehicle_id", input.vehicle_id.apply(stored.and_then(|c| c.vehicle_id)));
+    let repair_order_id = positive_id(&mut errors, "repair_order_id", input.repair_order_id.apply(stored.and_then(|c| c.repair_order_id)));
+    let employee_id = positive_id(&mut errors, "employee_id", input.employee_id.apply(stored.and_then(|c| c.employee_id)));
 
     errors.into_result()?;
+    let VehicleAndPhones { year, make, model, phones: [home_phone, work_phone, cell_phone] } = vehicle;
     let (Some(shop), Some(start_at), Some(year)) = (shop, start_at, year) else {
         return Err(ApiError::Internal("validated appointment without shop, date or year".into()));
     };
@@ -238,4 +114,163 @@ pub async fn validate(db: &Db, caller: &Caller, input: AppointmentInput, current
     };
     fields.localize(tz);
     Ok(Validated { fields, column_title })
+}
+
+/// The customer a body links anew (one the key may see), whose names and e-mail fill omitted ones.
+async fn linked_customer(
+    db: &Db,
+    caller: &Caller,
+    customer_id: &Patch<i64>,
+    stored: Option<&AppointmentFields>,
+    errors: &mut FieldErrors,
+) -> Result<Option<CustomerRow>, ApiError> {
+    let Patch::Value(id) = *customer_id else { return Ok(None) };
+    if stored.and_then(|c| c.customer_id) == Some(id) {
+        return Ok(None);
+    }
+    let found = customers::find(db, caller.company_id, id).await?.filter(|c| caller.can_see_shop(c.fields.shop_id));
+    if found.is_none() {
+        errors.add("customer_id", "The selected customer_id is invalid.");
+    }
+    Ok(found)
+}
+
+/// The start: an RFC 3339 date-time, or a local one read in the shop's zone.
+fn start(errors: &mut FieldErrors, date: Patch<String>, tz: chrono_tz::Tz) -> Option<i64> {
+    let Patch::Value(raw) = date else {
+        errors.add("date", "The date field is required.");
+        return None;
+    };
+    let parsed = parse_schedule(&raw, tz).map(|t| t.timestamp_micros());
+    if parsed.is_none() {
+        errors.add(
+            "date",
+            "The date field must be an RFC 3339 date-time or a local date-time (YYYY-MM-DDTHH:MM[:SS]) in the years 1900 to 2200.",
+        );
+    }
+    parsed
+}
+
+/// Year, make, model and the three phones: all required, make and model not blank.
+struct VehicleAndPhones {
+    year: Option<String>,
+    make: String,
+    model: String,
+    /// Home, work, cell; may be empty.
+    phones: [String; 3],
+}
+
+fn vehicle_and_phones(errors: &mut FieldErrors, input: &mut AppointmentInput) -> VehicleAndPhones {
+    let year = required(errors, "year", std::mem::take(&mut input.year));
+    if year.as_ref().is_some_and(|y| y.len() != 4 || !y.bytes().all(|b| b.is_ascii_digit())) {
+        errors.add("year", "The year field must be four digits.");
+    }
+    let mut given = |field: &str, patch: &mut Patch<String>, blank_allowed: bool| {
+        let value = required(errors, field, std::mem::take(patch));
+        let value = text(errors, field, value);
+        if !blank_allowed && value.as_ref().is_some_and(|v| v.is_empty()) {
+            errors.add(field, format!("The {field} field is required."));
+        }
+        value.unwrap_or_default()
+    };
+    VehicleAndPhones {
+        make: given("make", &mut input.make, false),
+        model: given("model", &mut input.model, false),
+        phones: [
+            given("home_phone", &mut input.home_phone, true),
+            given("work_phone", &mut input.work_phone, true),
+            given("cell_phone", &mut input.cell_phone, true),
+        ],
+        year,
+    }
+}
+
+/// Names and e-mail: given values win, `null` clears, omitted ones come from a newly linked
+/// customer, else keep their stored value.
+fn contact(
+    errors: &mut FieldErrors,
+    input: &mut AppointmentInput,
+    new_customer: Option<&CustomerRow>,
+    stored: Option<&AppointmentFields>,
+) -> (String, String, Option<String>) {
+    let linked = new_customer.map(|c| &c.fields);
+    let mut pick = |field: &str, patch: &mut Patch<String>, from_customer: Option<&String>, from_stored: Option<&String>| {
+        let value = match std::mem::take(patch) {
+            Patch::Value(v) => Some(v),
+            Patch::Null => None,
+            Patch::Missing if new_customer.is_some() => from_customer.cloned(),
+            Patch::Missing => from_stored.cloned(),
+        };
+        text(errors, field, value)
+    };
+    let first_name = pick("first_name", &mut input.first_name, linked.map(|c| &c.first_name), stored.map(|c| &c.first_name));
+    let last_name = pick("last_name", &mut input.last_name, linked.map(|c| &c.last_name), stored.map(|c| &c.last_name));
+    let email = pick("email", &mut input.email, linked.and_then(|c| c.email.as_ref()), stored.and_then(|c| c.email.as_ref())).filter(|e| !e.is_empty());
+    if let Some(e) = &email {
+        validate::email(errors, "email", e);
+    }
+    (first_name.unwrap_or_default(), last_name.unwrap_or_default(), email)
+}
+
+/// Hours, done and source: `null` restores the default, omitted keeps the stored value.
+fn work(errors: &mut FieldErrors, input: &AppointmentInput, stored: Option<&AppointmentFields>) -> (f64, bool, String) {
+    let hours = match input.hours {
+        Patch::Value(h) => h,
+        Patch::Null => 1.0,
+        Patch::Missing => stored.map_or(1.0, |c| c.hours),
+    };
+    if !(hours > 0.0 && hours <= 24.0) {
+        errors.add("hours", "The hours field must be greater than 0 and at most 24.");
+    }
+    let done = match input.done {
+        Patch::Value(d) => d,
+        Patch::Null => false,
+        Patch::Missing => stored.is_some_and(|c| c.done),
+    };
+    let source = match &input.source {
+        Patch::Value(s) => match APPOINTMENT_SOURCES.iter().find(|v| *v == s) {
+            Some(v) => (*v).to_owned(),
+            None => {
+                errors.add("source", format!("The source field must be one of: {}.", APPOINTMENT_SOURCES.join(", ")));
+                String::new()
+            }
+        },
+        Patch::Null => "API".into(),
+        Patch::Missing => stored.map_or_else(|| "API".into(), |c| c.source.clone()),
+    };
+    (hours, done, source)
+}
+
+/// The bay, named by title among the shop's bays, and its title; an omitted column keeps its
+/// bay unless the appointment moves to another shop.
+async fn bay(
+    db: &Db,
+    company_id: i64,
+    errors: &mut FieldErrors,
+    column: &Patch<String>,
+    shop: Option<&ShopRow>,
+    current: Option<&AppointmentRow>,
+) -> Result<(Option<i64>, Option<String>), ApiError> {
+    match column {
+        Patch::Value(title) if !title.trim().is_empty() => {
+            let Some(shop) = shop else { return Ok((None, None)) };
+            let wanted = title.trim().to_lowercase();
+            let bays = bays::for_shops(db, company_id, &ShopFilter::Only(vec![shop.id])).await?;
+            match bays.into_iter().find(|b| b.title.to_lowercase() == wanted) {
+                Some(bay) => Ok((Some(bay.id), Some(bay.title))),
+                None => {
+                    errors.add("column", "The column field must name a bay of the appointment's shop.");
+                    Ok((None, None))
+                }
+            }
+        }
+        Patch::Value(_) | Patch::Null => Ok((None, None)),
+        Patch::Missing => {
+            let Some(current) = current.filter(|c| c.fields.bay_id.is_some()) else { return Ok((None, None)) };
+            if shop.is_some_and(|s| s.id != current.fields.shop_id) {
+                errors.add("column", "The column field must name a bay of the new shop (or be null) when shop_id changes.");
+            }
+            Ok((current.fields.bay_id, current.column_title.clone()))
+        }
+    }
 }

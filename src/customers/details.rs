@@ -4,6 +4,7 @@
 use std::collections::HashMap;
 
 use super::model::{Customer, CustomerVehicle};
+use crate::respond::group_by;
 use crate::{
     appointments::model::Appointment,
     auth::Caller,
@@ -45,15 +46,6 @@ async fn appointment_details(
     Ok(out)
 }
 
-/// Groups rows by customer id, keeping their order.
-fn by_customer<R, T>(rows: Vec<R>, customer_id: impl Fn(&R) -> i64, into: impl Fn(R) -> T) -> HashMap<i64, Vec<T>> {
-    let mut out: HashMap<i64, Vec<T>> = HashMap::new();
-    for row in rows {
-        out.entry(customer_id(&row)).or_default().push(into(row));
-    }
-    out
-}
-
 /// Fills the detail lists of every customer of a page. Accounts receivable follow the key's shop
 /// list, like the accounts receivable endpoint.
 pub async fn attach(db: &Db, caller: &Caller, customers: &mut [Customer]) -> Result<(), ApiError> {
@@ -63,10 +55,10 @@ pub async fn attach(db: &Db, caller: &Caller, customers: &mut [Customer]) -> Res
         Some(ids) => ShopFilter::Only(ids.clone()),
     };
     let company = caller.company_id;
-    let mut ship_tos = by_customer(ship_tos::for_customers(db, company, &ids).await?, |r| r.customer_id, ShipTo::from);
+    let mut ship_tos = group_by(ship_tos::for_customers(db, company, &ids).await?, |r| r.customer_id, ShipTo::from);
     let mut entries =
-        by_customer(receivables::for_customers(db, company, &shops, &ids).await?, |r| r.customer_id, Receivable::from);
-    let mut payments = by_customer(
+        group_by(receivables::for_customers(db, company, &shops, &ids).await?, |r| r.customer_id, Receivable::from);
+    let mut payments = group_by(
         receivables::payments_for_customers(db, company, &shops, &ids).await?,
         |r| r.customer_id,
         AccountPayment::from,

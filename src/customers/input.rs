@@ -3,7 +3,10 @@
 
 use serde_json::Value;
 
-use super::{model::CustomerInput, store::CustomerFields};
+use super::{
+    model::{CustomerInput, PHONE_KEYS, PhoneBody},
+    store::CustomerFields,
+};
 use crate::{
     body::{In, Reader},
     validate,
@@ -55,9 +58,9 @@ fn flag(r: &mut Reader, field: &str, value: Option<Value>, current: Option<bool>
 /// The four phones: the `phone` object's entries win over the deprecated fields.
 fn phones(r: &mut Reader, input: &mut CustomerInput, current: Option<&CustomerFields>) -> [String; 4] {
     let mut object = match input.phone.take() {
-        None | Some(Value::Null) => None,
-        Some(Value::Object(map)) => Some(map),
-        Some(_) => {
+        None => None,
+        Some(PhoneBody::Object(map)) => Some(map),
+        Some(PhoneBody::Other(_)) => {
             r.errors.add("phone", "The phone field must be an object.");
             None
         }
@@ -65,7 +68,7 @@ fn phones(r: &mut Reader, input: &mut CustomerInput, current: Option<&CustomerFi
     let deprecated = [input.home_phone.take(), input.work_phone.take(), input.cell_phone.take(), input.fax.take()];
     let current = current.map(|c| [c.home_phone.as_str(), c.work_phone.as_str(), c.cell_phone.as_str(), c.fax.as_str()]);
     let mut out: [String; 4] = Default::default();
-    for (i, (key, old_name)) in [("home", "home_phone"), ("work", "work_phone"), ("cell", "cell_phone"), ("fax", "fax")].into_iter().enumerate() {
+    for (i, (key, old_name)) in PHONE_KEYS.into_iter().zip(["home_phone", "work_phone", "cell_phone", "fax"]).enumerate() {
         let from_object = object.as_mut().and_then(|m| m.remove(key));
         let value = match r.text(&format!("phone.{key}"), from_object) {
             In::Absent => r.text(old_name, deprecated[i].clone()),

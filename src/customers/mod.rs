@@ -2,6 +2,7 @@
 
 pub mod demo;
 mod details;
+pub mod import;
 mod input;
 pub mod model;
 pub mod store;
@@ -9,7 +10,7 @@ pub mod store;
 use axum::{
     Json,
     extract::{Path, State},
-    response::Response,
+    response::{IntoResponse, Response},
 };
 use chrono::NaiveDate;
 use utoipa_axum::{router::OpenApiRouter, routes};
@@ -32,6 +33,8 @@ use store::{CustomerFilter, CustomerRow};
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(list_customers, create_customer))
+        .routes(routes!(export_customers))
+        .routes(routes!(import_customers))
         .routes(routes!(get_customer, update_customer))
 }
 
@@ -54,6 +57,93 @@ async fn list_customers(State(state): State<AppState>, caller: Caller, url: Requ
         details::attach(&state.db, &caller, &mut data).await?;
     }
     Ok(Json(list.into_page(&url, data, total)))
+}
+
+/// Export customers as CSV: the list's filters and sort, every matching customer, streamed.
+#[utoipa::path(get, path = "/api/v1/customers/export", tag = "customers", params(model::CustomerExportParams),
+    responses((status = 200, content_type = "text/csv", body = String,
+        description = "RFC 4180 CSV: a header row of the customer's field names (nested ones with dots: `phone.home`), then one \
+            row per customer in the list's order. `null` is an empty cell."),
+        (status = 400, body = Problem), (status = 404, body = Problem), (status = 422, body = Problem)))]
+async fn export_customers(State(state): State<AppState>, caller: Caller, url: RequestUrl) -> Result<Response, ApiError> {
+    let list = ListQuery::parse(&url.params, &LIST)?;
+    crate::export::refuse_list_only_parameters(&url.params)?;
+    let filter = parse_filter(&url, &list)?;
+    let shops = scope::shop_filter(&state.db, &caller, list.filter("shop_id")).await?;
+    let q = store::export_query(&state.db, caller.company_id, &shops, &filter, &list.request);
+    Ok(crate::export::csv_response::<CustomerRow, Customer>(&state.db, q, Customer::from(CustomerRow::default()), "customers"))
+}
+
+pub const IMPORT_PATH: &str = "/api/v1/customers/import";
+
+/// Import customers from a CSV file (`write` or `admin` key): all rows or none.
+///
+/// The columns are the export's (`phone.home` for the home phone); `customer_id`, `timestamp`
+/// and `updated_at` are ignored. Every row is validated like `POST /api/v1/customers`; one bad
+/// row makes the answer a 422 with `errors` keyed `row N.field` (N counts data rows from 1),
+/// and nothing is written. At most 100,000 rows.
+#[utoipa::path(post, path = "/api/v1/customers/import", tag = "customers", params(model::ImportParams),
+    request_body(content = Vec<u8>, content_type = "application/octet-stream",
+        description = "A CSV file: RFC 4180, UTF-8, a header row of column names. Send it as `text/csv` (preferred) or \
+            `application/octet-stream` (the type documented here, because generated clients cannot send `text/csv`)."),
+    responses((status = 201, body = import::ImportSummary, description = "Every row was written: how many customers were created and updated"),
+        (status = 400, body = Problem), (status = 413, body = Problem, description = "The file is larger than the limit or has more than 100,000 rows"),
+        (status = 415, body = Problem, description = "The body is not `text/csv`"), (status = 422, body = Problem)))]
+async fn import_customers(
+    State(state): State<AppState>,
+    Writer(caller): Writer,
+    url: RequestUrl,
+    headers: axum::http::HeaderMap,
+    body: axum::body::Body,
+) -> Result<Response, ApiError> {
+    let is_csv = headers
+        .get(axum::http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|t| ["text/csv", "application/octet-stream"].iter().any(|csv| t.trim().eq_ignore_ascii_case(csv)));
+    if !is_csv {
+        return Err(ApiError::UnsupportedMediaType(
+            "An import takes a CSV file: send it with `Content-Type: text/csv` (or `application/octet-stream`).".into(),
+        ));
+    }
+    let options = import_options(&state, &caller, &url).await?;
+    let limit = state.config.body_limit_for(IMPORT_PATH);
+    let file = axum::body::to_bytes(body, limit).await.map_err(|e| {
+        if crate::server::is_body_timeout(&e) {
+            ApiError::BodyTimedOut
+        } else {
+            ApiError::PayloadTooLarge(format!("The file is larger than {limit} bytes."))
+        }
+    })?;
+    let summary = import::run(&state.db, &caller, &file, options).await?;
+    Ok((axum::http::StatusCode::CREATED, Json(summary)).into_response())
+}
+
+async fn import_options(state: &AppState, caller: &Caller, url: &RequestUrl) -> Result<import::ImportOptions, ApiError> {
+    let mut errors = FieldErrors::default();
+    let shop_id = match url.params.get("shop_id").map(str::trim) {
+        None => None,
+        Some(raw) => match raw.parse::<i64>() {
+            Ok(id) => {
+                scope::body_shop(&state.db, caller, Some(id), &mut errors).await?;
+                Some(id)
+            }
+            Err(_) => {
+                errors.add("shop_id", "The shop_id parameter must be an integer.");
+                None
+            }
+        },
+    };
+    let match_number = match url.params.get("match") {
+        None => false,
+        Some("customer_number") => true,
+        Some(_) => {
+            errors.add("match", "The match parameter must be customer_number.");
+            false
+        }
+    };
+    errors.into_result()?;
+    Ok(import::ImportOptions { shop_id, match_number })
 }
 
 /// `customer_id` and the `filter[...]` values; an empty value means no filter.
@@ -135,8 +225,8 @@ async fn update_customer(
     JsonBody(body): JsonBody<CustomerInput>,
 ) -> Result<One<Customer>, ApiError> {
     let current = visible_customer(&state, &caller, &id).await?;
-    let (id, current_shop) = (current.id, current.shop_id);
-    let (fields, mut reader) = input::read(body, Some(current.clone().into()));
+    let (id, current_shop) = (current.id, current.fields.shop_id);
+    let (fields, mut reader) = input::read(body, Some(current.fields.clone()));
     if !reader.errors.has("shop_id") && fields.shop_id != current_shop {
         scope::body_shop(&state.db, &caller, Some(fields.shop_id), &mut reader.errors).await?;
     }
@@ -159,6 +249,6 @@ pub async fn visible_customer(state: &AppState, caller: &Caller, raw_id: &str) -
     let id = path_id(raw_id, "Customer")?;
     store::find(&state.db, caller.company_id, id)
         .await?
-        .filter(|c| caller.can_see_shop(c.shop_id))
+        .filter(|c| caller.can_see_shop(c.fields.shop_id))
         .ok_or_else(|| ApiError::not_found("Customer"))
 }

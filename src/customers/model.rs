@@ -90,9 +90,10 @@ pub struct Customer {
 }
 
 impl From<CustomerRow> for Customer {
-    fn from(r: CustomerRow) -> Self {
+    fn from(row: CustomerRow) -> Self {
+        let r = row.fields;
         Customer {
-            customer_id: r.id,
+            customer_id: row.id,
             shop_id: r.shop_id,
             business_name: r.business_name,
             first_name: r.first_name,
@@ -119,8 +120,8 @@ impl From<CustomerRow> for Customer {
             customer_pay_type: r.terms.clone(),
             terms: r.terms,
             customer_number: r.customer_number,
-            timestamp: format_micros(r.created_at),
-            updated_at: format_micros(r.updated_at),
+            timestamp: format_micros(row.created_at),
+            updated_at: format_micros(row.updated_at),
             home_phone: r.home_phone,
             cell_phone: r.cell_phone,
             work_phone: r.work_phone,
@@ -182,6 +183,62 @@ impl ToSchema for NewCustomer {
     }
 }
 
+/// The `phone` object of a customer body as sent: its four numbers, for the body reader to
+/// check. Other keys are skipped as `IgnoredAny`, so they are ignored like any unknown field
+/// (the body extractor's NUL check included); a value that is not an object is kept for the
+/// reader's type error.
+#[derive(Debug)]
+pub enum PhoneBody {
+    Object(serde_json::Map<String, Value>),
+    Other(Value),
+}
+
+pub const PHONE_KEYS: [&str; 4] = ["home", "work", "cell", "fax"];
+
+impl<'de> Deserialize<'de> for PhoneBody {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::{IgnoredAny, MapAccess, SeqAccess, Visitor};
+        struct Phones;
+        impl<'de> Visitor<'de> for Phones {
+            type Value = PhoneBody;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<PhoneBody, A::Error> {
+                let mut known = serde_json::Map::new();
+                while let Some(key) = map.next_key::<String>()? {
+                    if PHONE_KEYS.contains(&key.as_str()) {
+                        known.insert(key, map.next_value::<Value>()?);
+                    } else {
+                        map.next_value::<IgnoredAny>()?;
+                    }
+                }
+                Ok(PhoneBody::Object(known))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<PhoneBody, A::Error> {
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(PhoneBody::Other(Value::Array(Vec::new())))
+            }
+            fn visit_bool<E>(self, v: bool) -> Result<PhoneBody, E> {
+                Ok(PhoneBody::Other(Value::Bool(v)))
+            }
+            fn visit_i64<E>(self, v: i64) -> Result<PhoneBody, E> {
+                Ok(PhoneBody::Other(Value::from(v)))
+            }
+            fn visit_u64<E>(self, v: u64) -> Result<PhoneBody, E> {
+                Ok(PhoneBody::Other(Value::from(v)))
+            }
+            fn visit_f64<E>(self, v: f64) -> Result<PhoneBody, E> {
+                Ok(PhoneBody::Other(Value::from(v)))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<PhoneBody, E> {
+                Ok(PhoneBody::Other(Value::from(v)))
+            }
+        }
+        d.deserialize_any(Phones)
+    }
+}
+
 /// Body of `PUT /api/v1/customers/{CustomerID}` (and, with the fields create requires, of
 /// `POST`). PUT requires nothing: omitted fields keep their value, and read-only fields of the
 /// response (`customer_id`, `timestamp`, `updated_at`) are ignored. `null` clears the optional
@@ -216,9 +273,9 @@ pub struct CustomerInput {
     #[schema(value_type = String, max_length = 255, pattern = r"\S")]
     pub zip: Option<Value>,
     /// `{home, work, cell, fax}`; wins over the deprecated fields.
-    #[serde(default, deserialize_with = "present")]
+    #[serde(default)]
     #[schema(value_type = Option<PhoneInput>)]
-    pub phone: Option<Value>,
+    pub phone: Option<PhoneBody>,
     #[serde(default, deserialize_with = "present")]
     #[schema(value_type = Option<String>, max_length = 255, deprecated)]
     pub home_phone: Option<Value>,
@@ -273,6 +330,29 @@ pub struct CustomerInput {
     #[serde(default, deserialize_with = "present")]
     #[schema(value_type = Option<String>, max_length = 255)]
     pub customer_number: Option<Value>,
+}
+
+/// Query parameters of `POST /api/v1/customers/import`.
+#[derive(IntoParams)]
+#[into_params(parameter_in = Query)]
+#[allow(dead_code)]
+pub struct ImportParams {
+    /// The shop of every row (a shop the key may see); without it, each row's `shop_id` column.
+    shop_id: Option<i64>,
+    /// `customer_number`: a row whose `customer_number` matches a customer of the company
+    /// updates it instead of creating one. Its cells replace the stored values (an empty cell
+    /// clears a field; an empty boolean keeps it); columns the file does not have keep theirs.
+    #[param(rename = "match", pattern = "^customer_number$")]
+    match_: Option<String>,
+}
+
+/// Query parameters of `GET /api/v1/customers/export`: the list's, without paging and details.
+pub struct CustomerExportParams;
+
+impl IntoParams for CustomerExportParams {
+    fn into_params(_: impl Fn() -> Option<utoipa::openapi::path::ParameterIn>) -> Vec<utoipa::openapi::path::Parameter> {
+        crate::export::list_params(CustomerListParams::into_params(crate::export::in_query))
+    }
 }
 
 /// Query parameters of `GET /api/v1/customers`.

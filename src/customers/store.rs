@@ -16,9 +16,23 @@ pub const SORTS: &[Sort] = &[
     ("address", "address_key"),
 ];
 
-#[derive(Debug, Clone, crate::db::FromRow)]
+/// A stored customer: its id, the fields a write sets, and the timestamps.
+#[derive(Debug, Clone, Default, crate::db::FromRow)]
 pub struct CustomerRow {
     pub id: i64,
+    #[row(flatten)]
+    pub fields: CustomerFields,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+pub const COLUMNS: &str = "id, shop_id, business_name, first_name, last_name, address, city, state, zip, \
+    home_phone, work_phone, cell_phone, fax, email, comments, cell_provider, active, tax_exempt, allow_marketing, \
+    credit_limit, extension, customer_type, terms, customer_number, created_at, updated_at";
+
+/// What a create or update writes (the stored values, already validated), in column order.
+#[derive(Debug, Clone, Default, crate::db::FromRow)]
+pub struct CustomerFields {
     pub shop_id: i64,
     pub business_name: String,
     pub first_name: String,
@@ -44,70 +58,6 @@ pub struct CustomerRow {
     pub customer_type: String,
     pub terms: String,
     pub customer_number: String,
-    pub created_at: i64,
-    pub updated_at: i64,
-}
-
-pub const COLUMNS: &str = "id, shop_id, business_name, first_name, last_name, address, city, state, zip, \
-    home_phone, work_phone, cell_phone, fax, email, comments, cell_provider, active, tax_exempt, allow_marketing, \
-    credit_limit, extension, customer_type, terms, customer_number, created_at, updated_at";
-
-/// What a create or update writes (the stored values, already validated).
-#[derive(Debug, Clone)]
-pub struct CustomerFields {
-    pub shop_id: i64,
-    pub business_name: String,
-    pub first_name: String,
-    pub last_name: String,
-    pub address: String,
-    pub city: String,
-    pub state: String,
-    pub zip: String,
-    pub home_phone: String,
-    pub work_phone: String,
-    pub cell_phone: String,
-    pub fax: String,
-    pub email: Option<String>,
-    pub comments: String,
-    pub cell_provider: String,
-    pub active: bool,
-    pub tax_exempt: bool,
-    pub allow_marketing: bool,
-    pub credit_limit: Option<i64>,
-    pub extension: String,
-    pub customer_type: String,
-    pub terms: String,
-    pub customer_number: String,
-}
-
-impl From<CustomerRow> for CustomerFields {
-    fn from(r: CustomerRow) -> Self {
-        CustomerFields {
-            shop_id: r.shop_id,
-            business_name: r.business_name,
-            first_name: r.first_name,
-            last_name: r.last_name,
-            address: r.address,
-            city: r.city,
-            state: r.state,
-            zip: r.zip,
-            home_phone: r.home_phone,
-            work_phone: r.work_phone,
-            cell_phone: r.cell_phone,
-            fax: r.fax,
-            email: r.email,
-            comments: r.comments,
-            cell_provider: r.cell_provider,
-            active: r.active,
-            tax_exempt: r.tax_exempt,
-            allow_marketing: r.allow_marketing,
-            credit_limit: r.credit_limit,
-            extension: r.extension,
-            customer_type: r.customer_type,
-            terms: r.terms,
-            customer_number: r.customer_number,
-        }
-    }
 }
 
 /// The digits of a phone number: what `filter[phone]` compares.
@@ -139,25 +89,22 @@ pub struct CustomerFilter {
 }
 
 impl CustomerFilter {
-    /// No filter but (possibly) the shops.
+    /// No filter but (possibly) the shops. The destructuring names every field, so a filter
+    /// added later cannot be forgotten here (the list's total would be the counter's, wrong).
     pub fn is_unfiltered(&self) -> bool {
-        self.id.is_none()
-            && self.first_name.is_none()
-            && self.last_name.is_none()
-            && self.address.is_none()
-            && self.phone_digits.is_none()
-            && self.customer_number.is_none()
-            && self.updated.is_none()
+        let CustomerFilter { id, first_name, last_name, address, phone_digits, customer_number, updated } = self;
+        id.is_none()
+            && first_name.is_none()
+            && last_name.is_none()
+            && address.is_none()
+            && phone_digits.is_none()
+            && customer_number.is_none()
+            && updated.is_none()
     }
 }
 
-pub async fn list(
-    db: &Db,
-    company_id: i64,
-    shops: &ShopFilter,
-    filter: &CustomerFilter,
-    page: &PageRequest,
-) -> Result<(Vec<CustomerRow>, i64), DbError> {
+/// The `FROM ... WHERE ...` of a list or an export: company first, then shops, then each filter.
+fn filtered(db: &Db, company_id: i64, shops: &ShopFilter, filter: &CustomerFilter) -> Query {
     let mut q = Query::new("FROM customers WHERE company_id = $1").bind(company_id);
     shops.push_sql(&mut q, "shop_id");
     if let Some(id) = filter.id {
@@ -187,6 +134,17 @@ pub async fn list(
     if let Some((from, to)) = filter.updated {
         q.push(" AND updated_at >= ").push_bind(from).push(" AND updated_at < ").push_bind(to);
     }
+    q
+}
+
+pub async fn list(
+    db: &Db,
+    company_id: i64,
+    shops: &ShopFilter,
+    filter: &CustomerFilter,
+    page: &PageRequest,
+) -> Result<(Vec<CustomerRow>, i64), DbError> {
+    let q = filtered(db, company_id, shops, filter);
     let (rows, count) = page_statements(COLUMNS, &q, page, "id");
     if !filter.is_unfiltered() {
         return fetch_page_with(db, &rows, &count, page).await;
@@ -196,6 +154,13 @@ pub async fn list(
     let mut total = Query::new("SELECT CAST(COALESCE(SUM(n), 0) AS BIGINT) FROM customer_counts WHERE company_id = $1").bind(company_id);
     shops.push_sql(&mut total, "shop_id");
     fetch_page_with(db, &rows, &total, page).await
+}
+
+/// Every customer a list with these filters shows, in its order, without pages (an export).
+pub fn export_query(db: &Db, company_id: i64, shops: &ShopFilter, filter: &CustomerFilter, page: &PageRequest) -> Query {
+    let mut q = filtered(db, company_id, shops, filter).prefixed(&format!("SELECT {COLUMNS} "));
+    page.push_order(&mut q, "id");
+    q
 }
 
 /// One customer of the company (whatever its shop: callers check the key's shop list).
@@ -214,6 +179,18 @@ pub async fn by_ids(db: &Db, company_id: i64, ids: &[i64]) -> Result<Vec<Custome
     let mut q = Query::new(format!("SELECT {COLUMNS} FROM customers WHERE company_id = $1 AND id IN ")).bind(company_id);
     q.push_in_list(ids).push(" ORDER BY id");
     db.fetch_all(&q).await
+}
+
+/// The company's customers with these (non-empty) numbers.
+pub async fn by_numbers(db: &Db, company_id: i64, numbers: &[String]) -> Result<Vec<CustomerRow>, DbError> {
+    let mut out = Vec::new();
+    for chunk in numbers.chunks(500) {
+        let mut q = Query::new(format!("SELECT {COLUMNS} FROM customers WHERE company_id = $1 AND customer_number <> '' AND customer_number IN "))
+            .bind(company_id);
+        q.push_in_list(chunk);
+        out.extend(db.fetch_all::<CustomerRow>(&q).await?);
+    }
+    Ok(out)
 }
 
 /// Binds the stored values and their shadow columns as `$first..$first+27` in [`VALUE_COLUMNS`]

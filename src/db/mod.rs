@@ -160,6 +160,19 @@ impl Db {
         }
     }
 
+    /// Every row of `q`, in batches of up to `batch` rows through a channel of `depth` batches,
+    /// read from a connection of its own (not the pool's: a slow consumer must not hold back
+    /// other requests) in one snapshot. The reading stops when the receiver is dropped.
+    pub fn stream<T: FromRow>(&self, q: Query, batch: usize, depth: usize) -> tokio::sync::mpsc::Receiver<Result<Vec<T>, DbError>> {
+        let (sender, receiver) = tokio::sync::mpsc::channel(depth.max(1));
+        let batch = batch.max(1);
+        match self {
+            Db::Sqlite(db) => db.stream(q, batch, sender),
+            Db::Postgres(pool) => postgres::stream(pool, q, batch, sender),
+        }
+        receiver
+    }
+
     /// A single write statement (committed on its own; on SQLite in the next group commit).
     pub async fn execute(&self, q: &Query) -> Result<u64, DbError> {
         match self {
@@ -205,6 +218,16 @@ impl Db {
                 vec![("sqlite_reader", size, idle)]
             }
             Db::Postgres(pool) => vec![("postgres", pool.size(), pool.num_idle())],
+        }
+    }
+
+    /// Memory the embedded engine holds (SQLite's page caches and statements), for `/metrics`:
+    /// it lets a leak check tell caches filling from memory that keeps growing.
+    pub fn engine_memory_bytes(&self) -> Option<i64> {
+        match self {
+            // SAFETY: a read of SQLite's global memory counter, safe from any thread.
+            Db::Sqlite(_) => Some(unsafe { rusqlite::ffi::sqlite3_memory_used() }),
+            Db::Postgres(_) => None,
         }
     }
 

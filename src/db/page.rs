@@ -18,11 +18,17 @@ impl PageRequest {
     /// Appends `ORDER BY <sorts>, <id> ASC LIMIT .. OFFSET ..`: the id tie-break keeps pages
     /// from repeating or skipping rows.
     pub fn push_order_and_window(&self, q: &mut Query, id_column: &str) {
+        self.push_order(q, id_column);
+        q.push(" LIMIT ").push_bind(self.limit).push(" OFFSET ").push_bind(self.offset);
+    }
+
+    /// Appends `ORDER BY <sorts>, <id> ASC`: the whole list, in the page's order (exports).
+    pub fn push_order(&self, q: &mut Query, id_column: &str) {
         q.push(" ORDER BY ");
         for (column, descending) in &self.order {
             q.push(column).push(if *descending { " DESC, " } else { " ASC, " });
         }
-        q.push(id_column).push(" ASC LIMIT ").push_bind(self.limit).push(" OFFSET ").push_bind(self.offset);
+        q.push(id_column).push(" ASC");
     }
 }
 

@@ -39,6 +39,10 @@ pub fn connect(url: &str, max_connections: u32) -> anyhow::Result<Pg> {
     let pool = PgPoolOptions::new()
         .max_connections(max_connections.max(1))
         .acquire_timeout(Duration::from_secs(5))
+        // No ping before each use: a round trip per statement batch that a busy server pays on
+        // every request. A connection that broke while idle (a database restart) fails its
+        // first statement instead, is dropped by the pool, and that one request answers 503.
+        .test_before_acquire(false)
         // Connect lazily so a replica can start while the database is still coming up;
         // `/readyz` reports when it is reachable.
         .connect_lazy_with(options);
@@ -47,12 +51,18 @@ pub fn connect(url: &str, max_connections: u32) -> anyhow::Result<Pg> {
 
 /// Notices to send once their transactions committed, outside any transaction: a `NOTIFY`
 /// inside one takes a database-wide lock at commit, which would serialise every committing
-/// writer. Notices that pile up while one send is on its way go together in the next.
+/// writer. Notices that pile up while one send is on its way, or during the short pause before
+/// it, go together in the next, so a busy replica sends at most about one batch per
+/// [`NOTICE_PAUSE`] however many transactions commit.
 #[derive(Debug, Default)]
 struct Announcer {
     /// The notices waiting, and whether a task is sending.
     pending: Mutex<(BTreeSet<(String, String)>, bool)>,
 }
+
+/// How long notices wait to be sent with the others that follow them (a change reaches the
+/// streams of other replicas this much later, well within the second that §11 allows).
+const NOTICE_PAUSE: Duration = Duration::from_millis(5);
 
 /// Sends `notices` (of a committed transaction) soon, from a background task.
 pub fn announce(pg: &Pg, notices: Vec<Notice>) {
@@ -64,6 +74,7 @@ pub fn announce(pg: &Pg, notices: Vec<Notice>) {
     let pg = pg.clone();
     tokio::spawn(async move {
         loop {
+            tokio::time::sleep(NOTICE_PAUSE).await;
             let batch: Vec<(String, String)> = {
                 let mut pending = pg.announcer.pending.lock().unwrap_or_else(|e| e.into_inner());
                 if pending.0.is_empty() {
@@ -76,9 +87,12 @@ pub fn announce(pg: &Pg, notices: Vec<Notice>) {
                 }
                 batch
             };
-            let mut q = Query::new("SELECT ");
-            for (i, (channel, payload)) in batch.iter().enumerate() {
-                q.push(if i == 0 { "pg_notify(" } else { ", pg_notify(" });
+            // A NOTIFY's transaction takes a transaction id, so its commit would wait for a WAL
+            // flush like a write's: notices need no durability (listeners that miss some resync
+            // when they reconnect), so this one commit skips the wait.
+            let mut q = Query::new("SELECT set_config('synchronous_commit', 'off', true)");
+            for (channel, payload) in &batch {
+                q.push(", pg_notify(");
                 q.push_bind(channel.as_str()).push(", ").push_bind(payload.as_str()).push(")");
             }
             if let Err(e) = execute(&pg.pool, &q).await {
@@ -121,4 +135,35 @@ pub async fn fetch_optional<'c, T: FromRow, E: Executor<'c, Database = Postgres>
 
 pub async fn execute<'c, E: Executor<'c, Database = Postgres>>(exec: E, q: &Query) -> Result<u64, DbError> {
     Ok(bound(q).execute(exec).await?.rows_affected())
+}
+
+/// Reads `q` on a connection of its own (outside the pool), sending its rows in batches (see
+/// [`super::Db::stream`]). The rows come off the socket as the receiver takes them, so memory
+/// stays bounded whatever the result's size.
+pub fn stream<T: FromRow>(pg: &Pg, q: Query, batch: usize, sender: tokio::sync::mpsc::Sender<Result<Vec<T>, DbError>>) {
+    use futures_util::TryStreamExt;
+    use sqlx::Connection;
+    let options = pg.pool.connect_options();
+    tokio::spawn(async move {
+        let work = async {
+            let mut conn = sqlx::PgConnection::connect_with(&options).await?;
+            let mut rows = bound(&q).fetch(&mut conn);
+            let mut out = Vec::with_capacity(batch);
+            while let Some(row) = rows.try_next().await? {
+                out.push(T::from_row(&mut RowReader::postgres(&row))?);
+                if out.len() == batch && sender.send(Ok(std::mem::replace(&mut out, Vec::with_capacity(batch)))).await.is_err() {
+                    return Ok(());
+                }
+            }
+            if !out.is_empty() {
+                let _ = sender.send(Ok(out)).await;
+            }
+            drop(rows);
+            let _ = conn.close().await;
+            Ok::<(), DbError>(())
+        };
+        if let Err(e) = work.await {
+            let _ = sender.send(Err(e)).await;
+        }
+    });
 }

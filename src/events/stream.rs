@@ -84,6 +84,7 @@ pub async fn stream_events(
     caller: Caller,
     headers: HeaderMap,
     params: QueryParams,
+    stopping: Option<axum::Extension<crate::server::Stopping>>,
 ) -> Result<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>, ApiError> {
     let mut params = params;
     // An empty header is what a client that has seen no event yet sends: it counts as absent,
@@ -115,10 +116,18 @@ pub async fn stream_events(
         key_hash,
         key_checked: tokio::time::Instant::now(),
     };
-    let events = futures_util::stream::unfold(reader, |mut reader| async move {
-        let event = reader.next().await?;
-        Some((Ok(event), reader))
+    let events = futures_util::stream::unfold((reader, stopping.map(|s| s.0)), |(mut reader, mut stopping)| async move {
+        let event = match &mut stopping {
+            Some(stopping) => tokio::select! {
+                event = reader.next() => event?,
+                () = stopping.wait() => return None,
+            },
+            None => reader.next().await?,
+        };
+        Some((Ok(event), (reader, stopping)))
     });
+    // A stream that ended (shutdown, a revoked key) may be polled again by outer layers.
+    let events = futures_util::StreamExt::fuse(events);
     Ok(Sse::new(events).keep_alive(KeepAlive::new().interval(KEEP_ALIVE)))
 }
 

@@ -3,7 +3,7 @@
 //! repeat replays it; the key with another request is a 422; a repeat while the first runs is a
 //! 409. Keys are scoped to the API key and kept 24 hours.
 
-mod claims;
+pub mod claims;
 pub mod store;
 
 use std::{
@@ -35,31 +35,32 @@ pub const HEADER: &str = "idempotency-key";
 /// How long a key is kept.
 pub const RETENTION: Duration = Duration::from_secs(24 * 3600);
 
-/// The reservation the running request holds, for the transaction of its write.
+/// What the transaction of a keyed request's write needs to store its answer, and what it tells
+/// the middleware afterwards.
 #[derive(Clone)]
 pub struct Slot {
     scope: KeyScope,
-    token: String,
     fingerprint: String,
     expires_at: i64,
-    /// Claimed in memory (SQLite) rather than by a committed reservation row.
-    in_memory: bool,
     completed: Arc<AtomicBool>,
+    /// Another request with the key (on another server) stored its answer before this one's
+    /// write could: the write rolled back, and the caller gets that answer once it is committed.
+    answered_elsewhere: Arc<AtomicBool>,
 }
 
 impl Slot {
     /// The statement that stores `response` in the transaction of the request's write; it
-    /// changes exactly one row while the key is still this request's.
+    /// changes exactly one row unless another request stored an answer for the key first.
     pub fn store_query(&self, response: &StoredResponse, now: i64) -> crate::db::Query {
-        if self.in_memory {
-            store::record_query(&self.scope, &self.fingerprint, &self.token, response, self.expires_at, now)
-        } else {
-            store::complete_query(&self.scope, &self.token, response)
-        }
+        store::record_query(&self.scope, &self.fingerprint, response, self.expires_at, now)
     }
 
     pub fn mark_completed(&self) {
         self.completed.store(true, Ordering::Release);
+    }
+
+    pub fn mark_answered_elsewhere(&self) {
+        self.answered_elsewhere.store(true, Ordering::Release);
     }
 }
 
@@ -90,12 +91,13 @@ pub async fn middleware(State(state): State<AppState>, request: Request, next: N
     let Some(caller) = request.extensions().get::<Caller>().cloned() else {
         return next.run(request).await;
     };
+    let limit = state.config.body_limit_for(request.uri().path());
     let (parts, body) = request.into_parts();
-    let bytes = match to_bytes(body, state.config.max_body_bytes).await {
+    let bytes = match to_bytes(body, limit).await {
         Ok(bytes) => bytes,
         Err(e) if crate::server::is_body_timeout(&e) => return ApiError::BodyTimedOut.into_response(),
         Err(_) => {
-            return ApiError::PayloadTooLarge(format!("The request body is larger than {} bytes.", state.config.max_body_bytes)).into_response();
+            return ApiError::PayloadTooLarge(format!("The request body is larger than {limit} bytes.")).into_response();
         }
     };
     let target = parts.uri.path_and_query().map(|p| p.as_str()).unwrap_or("/");
@@ -113,31 +115,14 @@ pub async fn middleware(State(state): State<AppState>, request: Request, next: N
         key: String::from_utf8_lossy(raw.as_bytes()).into_owned(),
     };
     let now = now_micros();
-    let lease = state.config.request_timeout.max(Duration::from_secs(1)) * 2;
     let expires_at = now + RETENTION.as_micros() as i64;
-    let (reservation, claim) = match &state.db {
-        Db::Sqlite(sqlite) => match claims::reserve(&state.db, sqlite.path(), &scope, &fingerprint, now).await {
-            Ok((reservation, claim)) => (Ok(reservation), claim),
-            Err(e) => (Err(e), None),
-        },
-        Db::Postgres(_) => (store::reserve(&state.db, &scope, &fingerprint, now, now + lease.as_micros() as i64, expires_at).await, None),
-    };
-    match reservation {
+    match claims::reserve(&state.claims, &state.db, &scope, &fingerprint, now).await {
         Err(e) => ApiError::from(e).into_response(),
         Ok(Reservation::Replay(stored)) => replay(stored),
-        Ok(Reservation::Mismatch) => ApiError::invalid(
-            "Idempotency-Key",
-            "This Idempotency-Key was already used with another request (method, path or body); use a new key.",
-        )
-        .into_response(),
-        Ok(Reservation::Running) => {
-            let mut response = ApiError::Conflict("A request with this Idempotency-Key is still running; retry in a moment.".into()).into_response();
-            response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
-            response
-        }
-        Ok(Reservation::Reserved { token }) => {
-            let in_memory = claim.is_some();
-            let slot = Slot { scope, token, fingerprint, expires_at, in_memory, completed: Arc::default() };
+        Ok(Reservation::Mismatch) => mismatch(),
+        Ok(Reservation::Running) => still_running(),
+        Ok(Reservation::Reserved(claim)) => {
+            let slot = Slot { scope, fingerprint, expires_at, completed: Arc::default(), answered_elsewhere: Arc::default() };
             let request = Request::from_parts(parts, Body::from(bytes));
             let response = SLOT.scope(slot.clone(), next.run(request)).await;
             // A claim is let go only now, after the request's commit.
@@ -148,19 +133,46 @@ pub async fn middleware(State(state): State<AppState>, request: Request, next: N
     }
 }
 
-/// After the request: a success stored its response with its write; a failure wrote nothing,
-/// so its reservation is freed for a corrected retry.
+/// After the request: a success stored its response with its write. A failure wrote nothing; if
+/// meanwhile another request with the key (on another replica) stored an answer, which is why
+/// this one may have failed, the caller gets that answer, as a repeat would.
 async fn settle(db: &Db, slot: &Slot, response: Response) -> Response {
-    if slot.completed.load(Ordering::Acquire) || slot.in_memory {
+    if slot.completed.load(Ordering::Acquire) {
         return response;
     }
     if response.status().is_success() {
         // Every POST handler stores its response through its Change; one that did not is a bug.
-        tracing::error!(status = %response.status(), "a successful keyed POST stored no response; its key is released");
+        tracing::error!(status = %response.status(), "a successful keyed POST stored no response");
+        return response;
     }
-    if let Err(e) = store::release(db, &slot.scope, &slot.token).await {
-        tracing::warn!(error = %e, "releasing an idempotency key failed; it frees itself when its lease ends");
+    // The other request's answer is stored by its own commit, which may still be under way (on
+    // SQLite both writes can share one group commit): look for it a few times.
+    let attempts = if slot.answered_elsewhere.load(Ordering::Acquire) { 20 } else { 1 };
+    for attempt in 0..attempts {
+        if attempt > 0 {
+            tokio::time::sleep(Duration::from_millis(5 * attempt)).await;
+        }
+        match store::stored_answer(db, &slot.scope, &slot.fingerprint, now_micros()).await {
+            Ok(Some(Reservation::Replay(stored))) => return replay(stored),
+            Ok(Some(Reservation::Mismatch)) => return mismatch(),
+            Ok(_) => {}
+            Err(e) => {
+                tracing::warn!(error = %e, "looking up an idempotency key after a failure failed");
+                break;
+            }
+        }
     }
+    response
+}
+
+fn mismatch() -> Response {
+    ApiError::invalid("Idempotency-Key", "This Idempotency-Key was already used with another request (method, path or body); use a new key.")
+        .into_response()
+}
+
+fn still_running() -> Response {
+    let mut response = ApiError::Conflict("A request with this Idempotency-Key is still running; retry in a moment.".into()).into_response();
+    response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
     response
 }
 

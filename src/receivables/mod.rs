@@ -221,6 +221,6 @@ async fn visible_receivable(state: &AppState, caller: &Caller, customer_id: &str
     let id = path_id(id, "Accounts receivable entry")?;
     store::find(&state.db, caller.company_id, customer.id, id)
         .await?
-        .filter(|entry| caller.can_see_shop(entry.shop_id))
+        .filter(|entry| caller.can_see_shop(entry.fields.shop_id))
         .ok_or_else(|| ApiError::not_found("Accounts receivable entry"))
 }

@@ -34,10 +34,11 @@ pub struct Receivable {
 }
 
 impl From<ReceivableRow> for Receivable {
-    fn from(r: ReceivableRow) -> Self {
+    fn from(row: ReceivableRow) -> Self {
+        let r = row.fields;
         Receivable {
-            id: r.id,
-            customer_id: r.customer_id,
+            id: row.id,
+            customer_id: row.customer_id,
             shop_id: r.shop_id,
             reference: r.reference,
             repair_order_id: r.repair_order_id,
@@ -45,9 +46,9 @@ impl From<ReceivableRow> for Receivable {
             due_date: r.due_date,
             actual_date: r.actual_date,
             amount: r.amount,
-            balance: r.balance,
-            paid: r.balance == 0,
-            payment_date: r.payment_date,
+            balance: row.balance,
+            paid: row.balance == 0,
+            payment_date: row.payment_date,
         }
     }
 }

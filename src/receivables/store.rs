@@ -7,18 +7,13 @@ use crate::{
 /// Sortable fields and their columns.
 pub const SORTS: &[Sort] = &[("reference", "reference"), ("due_date", "due_date"), ("date", "date"), ("actual_date", "actual_date")];
 
+/// A stored entry: its id and customer, the fields a create sets, and what payments change.
 #[derive(Debug, Clone, crate::db::FromRow)]
 pub struct ReceivableRow {
     pub id: i64,
     pub customer_id: i64,
-    pub shop_id: i64,
-    pub reference: String,
-    pub repair_order_id: Option<i64>,
-    pub date: String,
-    pub due_date: String,
-    pub actual_date: String,
-    /// Cents.
-    pub amount: i64,
+    #[row(flatten)]
+    pub fields: ReceivableFields,
     /// Cents.
     pub balance: i64,
     pub payment_date: Option<String>,
@@ -114,6 +109,8 @@ pub async fn payments_for_customers(
     db.fetch_all(&q).await
 }
 
+/// What a create writes, in column order.
+#[derive(Debug, Clone, crate::db::FromRow)]
 pub struct ReceivableFields {
     pub shop_id: i64,
     pub reference: String,
@@ -121,6 +118,7 @@ pub struct ReceivableFields {
     pub date: String,
     pub due_date: String,
     pub actual_date: String,
+    /// Cents.
     pub amount: i64,
 }
 

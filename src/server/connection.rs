@@ -38,7 +38,7 @@ pub(super) async fn serve(stream: TcpStream, router: Router, settings: Arc<Setti
     let phases = Phases::new(transport.header_timeout, transport.idle_timeout);
     let io = TokioIo::new(TimedIo::new(stream, phases.clone(), transport.write_timeout));
     let closing = Arc::new(AtomicBool::new(false));
-    let service = AppService { router, settings: settings.clone(), phases, closing: closing.clone() };
+    let service = AppService { router, settings: settings.clone(), phases, closing: closing.clone(), stop: stop.clone() };
     // The header timeout is the socket's (see `phases`): hyper's would also cut idle connections.
     let mut conn = http1::Builder::new().header_read_timeout(None).serve_connection(io, service);
     let mut stopping = false;
@@ -84,6 +84,8 @@ struct AppService {
     phases: Arc<Phases>,
     /// Set when an answer said `Connection: close` with part of its request unread.
     closing: Arc<AtomicBool>,
+    /// Handed to every request as [`super::Stopping`], so long-lived answers can end.
+    stop: watch::Receiver<bool>,
 }
 
 type Answer = Response<ResponseBody<axum::body::Body>>;
@@ -99,7 +101,8 @@ impl hyper::service::Service<Request<Incoming>> for AppService {
         let expects_continue = request.headers().get(header::EXPECT).is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"100-continue"));
         let (parts, incoming) = request.into_parts();
         let (body, ending) = body::wrap(incoming, self.settings.transport.body_timeout);
-        let request = Request::from_parts(parts, body);
+        let mut request = Request::from_parts(parts, body);
+        request.extensions_mut().insert(super::Stopping(self.stop.clone()));
         Box::pin(async move {
             let Ok(mut response) = service.router.clone().oneshot(request).await;
             let reusable = match ending {

@@ -17,6 +17,20 @@ use tokio::{
 
 pub use body::{BodyTimedOut, is_body_timeout};
 
+/// In every request's extensions: resolves when the server starts shutting down, so answers
+/// that never end by themselves (the event stream) end then instead of holding the shutdown
+/// until its deadline. Clients resume elsewhere with `Last-Event-ID`.
+#[derive(Clone)]
+pub struct Stopping(watch::Receiver<bool>);
+
+impl Stopping {
+    pub async fn wait(&mut self) {
+        if self.0.wait_for(|stop| *stop).await.is_err() {
+            // The server is gone without saying so: nothing left to wait for.
+        }
+    }
+}
+
 use crate::{
     app,
     config::{AppConfig, Transport},

@@ -51,7 +51,7 @@ async fn list_ship_tos(
     let customer = visible_customer(&state, &caller, &customer_id).await?;
     let shops = scope::shop_filter(&state.db, &caller, list.filter("shop_id")).await?;
     if let ShopFilter::Only(ids) = &shops {
-        if !ids.contains(&customer.shop_id) {
+        if !ids.contains(&customer.fields.shop_id) {
             return Ok(Json(list.into_page(&url, Vec::new(), 0)));
         }
     }
@@ -86,7 +86,7 @@ async fn create_ship_to(
     let row = store::insert(change.tx(), caller.company_id, customer.id, &fields, now_micros()).await.map_err(unique_as_invalid("number"))?;
     let location = format!("/api/v1/customers/{}/ship_tos/{}", customer.id, row.id);
     let ship_to = ShipTo::from(row);
-    change.record("ship_to.created", Some(customer.shop_id), &ship_to)?;
+    change.record("ship_to.created", Some(customer.fields.shop_id), &ship_to)?;
     change.commit_created(location, ship_to).await
 }
 
@@ -113,7 +113,7 @@ async fn update_ship_to(
             .map_err(unique_as_invalid("number"))?
             .ok_or_else(|| ApiError::not_found("Ship-to"))?,
     );
-    change.record("ship_to.updated", Some(customer.shop_id), &ship_to)?;
+    change.record("ship_to.updated", Some(customer.fields.shop_id), &ship_to)?;
     change.commit().await?;
     Ok(One(ship_to))
 }

@@ -27,10 +27,11 @@ pub struct ShipTo {
 }
 
 impl From<ShipToRow> for ShipTo {
-    fn from(r: ShipToRow) -> Self {
+    fn from(row: ShipToRow) -> Self {
+        let r = row.fields;
         ShipTo {
-            id: r.id,
-            customer_id: r.customer_id,
+            id: row.id,
+            customer_id: row.customer_id,
             number: r.number,
             name: r.name,
             address: r.address,

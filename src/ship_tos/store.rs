@@ -7,27 +7,20 @@ use crate::{
 /// Sortable fields and their columns.
 pub const SORTS: &[Sort] = &[("number", "number"), ("name", "name_key")];
 
+/// A stored ship-to: its id and customer, then the fields a write sets.
 #[derive(Debug, Clone, crate::db::FromRow)]
 pub struct ShipToRow {
     pub id: i64,
     pub customer_id: i64,
-    pub number: String,
-    pub name: String,
-    pub address: String,
-    pub city: String,
-    pub state: String,
-    pub zip: String,
-    pub email: Option<String>,
-    pub work_phone: String,
-    pub fax: String,
-    pub home_phone: String,
-    pub cell_phone: String,
+    #[row(flatten)]
+    pub fields: ShipToFields,
 }
 
 const COLUMNS: &str =
     "id, customer_id, number, name, address, city, state, zip, email, work_phone, fax, home_phone, cell_phone";
 
-#[derive(Debug, Clone)]
+/// What a create or update writes, in column order.
+#[derive(Debug, Clone, crate::db::FromRow)]
 pub struct ShipToFields {
     pub number: String,
     pub name: String,

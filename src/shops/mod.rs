@@ -4,7 +4,7 @@ pub mod model;
 pub mod store;
 pub mod timezones;
 
-use std::collections::HashMap;
+use crate::respond::group_by;
 
 use axum::{
     Json,
@@ -72,9 +72,9 @@ async fn shop_info(State(state): State<AppState>, caller: Caller, params: QueryP
     } else {
         None
     };
-    let mut bays = if embeds.contains(&"bays") { Some(group(bays::for_shops(&state.db, caller.company_id, &shops).await?, |b| b.shop_id, Bay::from)) } else { None };
+    let mut bays = if embeds.contains(&"bays") { Some(group_by(bays::for_shops(&state.db, caller.company_id, &shops).await?, |b| b.shop_id, Bay::from)) } else { None };
     let mut sources = if embeds.contains(&"sources") {
-        Some(group(sources::for_shops(&state.db, caller.company_id, &shops).await?, |s| s.shop_id, Source::from))
+        Some(group_by(sources::for_shops(&state.db, caller.company_id, &shops).await?, |s| s.shop_id, Source::from))
     } else {
         None
     };
@@ -87,14 +87,6 @@ async fn shop_info(State(state): State<AppState>, caller: Caller, params: QueryP
         data.push(info);
     }
     Ok(Json(DataList { data }))
-}
-
-fn group<R, T>(rows: Vec<R>, key: impl Fn(&R) -> i64, to: impl Fn(R) -> T) -> HashMap<i64, Vec<T>> {
-    let mut out: HashMap<i64, Vec<T>> = HashMap::new();
-    for row in rows {
-        out.entry(key(&row)).or_default().push(to(row));
-    }
-    out
 }
 
 /// `with[]` values (also accepted as `with[0]`, `with[1]`, ...): unknown is 400, repeated 422.

@@ -42,23 +42,27 @@ pub async fn list(db: &Db, company_id: i64, shops: &ShopFilter) -> Result<Vec<Sh
 }
 
 /// Inserts a shop inside a transaction (its default sources go in the same one).
+/// Binds the fields a write sets, from `name` to `timezone`, as the next parameters.
+fn bind_fields(q: Query, f: &ShopFields) -> Query {
+    q.bind(&f.name)
+        .bind(&f.address)
+        .bind(&f.city)
+        .bind(&f.state)
+        .bind(&f.zip)
+        .bind(&f.phone)
+        .bind(&f.email)
+        .bind(&f.website)
+        .bind(&f.timezone)
+}
+
 pub async fn insert(tx: &mut Tx, company_id: i64, f: &ShopFields) -> Result<ShopRow, DbError> {
     let now = now_micros();
     let q = Query::new(format!(
         "INSERT INTO shops (company_id, name, address, city, state, zip, phone, email, website, timezone, created_at, updated_at) \
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11) RETURNING {COLUMNS}"
     ))
-    .bind(company_id)
-    .bind(&f.name)
-    .bind(&f.address)
-    .bind(&f.city)
-    .bind(&f.state)
-    .bind(&f.zip)
-    .bind(&f.phone)
-    .bind(&f.email)
-    .bind(&f.website)
-    .bind(&f.timezone)
-    .bind(now);
+    .bind(company_id);
+    let q = bind_fields(q, f).bind(now);
     tx.fetch_optional(&q).await?.ok_or(DbError::NoRow)
 }
 
@@ -68,16 +72,7 @@ pub async fn update(tx: &mut Tx, company_id: i64, id: i64, f: &ShopFields) -> Re
          website = $10, timezone = $11, updated_at = $12 WHERE company_id = $1 AND id = $2 RETURNING {COLUMNS}"
     ))
     .bind(company_id)
-    .bind(id)
-    .bind(&f.name)
-    .bind(&f.address)
-    .bind(&f.city)
-    .bind(&f.state)
-    .bind(&f.zip)
-    .bind(&f.phone)
-    .bind(&f.email)
-    .bind(&f.website)
-    .bind(&f.timezone)
-    .bind(now_micros());
+    .bind(id);
+    let q = bind_fields(q, f).bind(now_micros());
     tx.fetch_optional(&q).await
 }

@@ -187,10 +187,10 @@ async fn known_shops(state: &AppState, caller: &Caller, requested: Option<&[i64]
 
 /// The insert queueing a delivery of each new event to each enabled webhook that takes it (its
 /// patterns and shops), for the change's transaction; `None` when no webhook takes any.
-pub fn enqueue_query(company_id: i64, subscriptions: &[store::Subscription], events: Vec<EventRow>) -> Result<Option<Query>, DbError> {
+pub fn enqueue_queries(company_id: i64, subscriptions: &[store::Subscription], events: Vec<EventRow>) -> Result<Vec<Query>, DbError> {
     let mut deliveries = Vec::new();
     if subscriptions.is_empty() {
-        return Ok(None);
+        return Ok(Vec::new());
     }
     let events: Vec<Event> = events.into_iter().map(|row| Event::from_row(company_id, row)).collect();
     for s in subscriptions {
@@ -208,7 +208,7 @@ pub fn enqueue_query(company_id: i64, subscriptions: &[store::Subscription], eve
             }
         }
     }
-    Ok(store::enqueue_query(company_id, &deliveries))
+    Ok(store::enqueue_queries(company_id, &deliveries))
 }
 
 static WAKE: LazyLock<std::sync::Arc<tokio::sync::Notify>> = LazyLock::new(Default::default);

@@ -97,12 +97,8 @@ pub struct Subscription {
 /// as JSON text): what [`inserted_with_subscriptions`] returns on PostgreSQL.
 #[derive(Debug, FromRow)]
 pub struct InsertedEvent {
-    pub xid: i64,
-    pub id: i64,
-    pub kind: String,
-    pub shop_id: Option<i64>,
-    pub data: String,
-    pub created_at: i64,
+    #[row(flatten)]
+    pub event: EventRow,
     pub webhooks: String,
 }
 
@@ -127,10 +123,7 @@ impl InsertedEvent {
             .into_iter()
             .map(|(id, events, shop_ids)| Subscription { id, events, shop_ids })
             .collect();
-        let events = rows
-            .into_iter()
-            .map(|r| EventRow { xid: r.xid, id: r.id, kind: r.kind, shop_id: r.shop_id, data: r.data, created_at: r.created_at })
-            .collect();
+        let events = rows.into_iter().map(|r| r.event).collect();
         (events, subscriptions)
     }
 }
@@ -150,14 +143,23 @@ pub struct NewDelivery {
 
 /// Queues deliveries due now, in the caller's transaction. Returns their rows.
 pub async fn enqueue(tx: &mut Tx, company_id: i64, deliveries: &[NewDelivery]) -> Result<Vec<DeliveryRow>, DbError> {
-    match enqueue_query(company_id, deliveries) {
-        Some(q) => tx.fetch_all(&q).await,
-        None => Ok(Vec::new()),
+    let mut rows = Vec::new();
+    for q in enqueue_queries(company_id, deliveries) {
+        rows.extend(tx.fetch_all::<DeliveryRow>(&q).await?);
     }
+    Ok(rows)
+}
+
+/// Deliveries per `INSERT` (9 values each: under both databases' limits on placeholders).
+const ENQUEUE_CHUNK: usize = 1000;
+
+/// The inserts of `deliveries` (one per [`ENQUEUE_CHUNK`]), returning their rows.
+pub fn enqueue_queries(company_id: i64, deliveries: &[NewDelivery]) -> Vec<Query> {
+    deliveries.chunks(ENQUEUE_CHUNK).filter_map(|chunk| enqueue_query(company_id, chunk)).collect()
 }
 
 /// The insert of `deliveries`, returning their rows; `None` when there are none.
-pub fn enqueue_query(company_id: i64, deliveries: &[NewDelivery]) -> Option<Query> {
+fn enqueue_query(company_id: i64, deliveries: &[NewDelivery]) -> Option<Query> {
     if deliveries.is_empty() {
         return None;
     }

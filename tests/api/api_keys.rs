@@ -128,7 +128,7 @@ async fn bad_credentials_are_401_with_a_challenge(backend: Backend) {
     let basic = app.client.get(format!("{}/api/v1/bays", app.base)).header("authorization", "Basic dXNlcjpwYXNz").send().await.unwrap();
     assert_eq!(basic.status(), 401);
     // Public endpoints need no key.
-    for path in ["/healthz", "/readyz", "/metrics", "/api/v1/openapi.json", "/docs/"] {
+    for path in ["/healthz", "/readyz", "/metrics", "/api/v1/openapi.json", "/docs/", "/board"] {
         assert_eq!(app.request(reqwest::Method::GET, None, path, None).await.status, 200, "{path}");
     }
 }

@@ -12,6 +12,7 @@ use crate::{
 
 crate::backend_tests!(
     fifty_concurrent_repeats_write_once_and_answer_alike,
+    replicas_racing_on_many_keys_write_each_once,
     replays_mismatches_and_failures,
     stored_answers_never_hold_secrets,
 );
@@ -88,6 +89,49 @@ async fn fifty_concurrent_repeats_write_once_and_answer_alike(backend: Backend) 
     assert_eq!(headers.get("location").map(|v| v.to_str().unwrap().to_owned()), Some(format!("/api/v1/appointments/{}", serde_json::from_str::<Value>(&text).unwrap()["appointment_id"])));
 }
 
+/// Servers do not see each other's running requests: for each of many keys, both servers get
+/// the request at the same moment and may both run it; the write whose answer is stored second
+/// must roll back and answer the first's answer.
+async fn replicas_racing_on_many_keys_write_each_once(backend: Backend) {
+    let app = std::sync::Arc::new(TestApp::spawn(backend).await);
+    let shop = app.create_shop(&app.admin_key, "Chicago", "America/Chicago").await;
+    let replica = app.spawn_replica().await;
+    let mut races = Vec::new();
+    for n in 0..30 {
+        let mut b = body(shop, "2030-01-08T09:00:00-06:00");
+        // Names of one length: none contains another (the filter matches substrings).
+        b["last_name"] = json!(format!("Racer{}{}", char::from(b'a' + (n / 26) as u8), char::from(b'a' + (n % 26) as u8)));
+        for base in [app.base.clone(), replica.clone()] {
+            let (app, b) = (app.clone(), b.clone());
+            races.push(tokio::spawn(async move {
+                let r = app
+                    .client
+                    .post(format!("{base}/api/v1/appointments"))
+                    .bearer_auth(&app.admin_key)
+                    .header("idempotency-key", format!("race-{n}"))
+                    .json(&b)
+                    .send()
+                    .await
+                    .unwrap();
+                (n, r.status(), r.text().await.unwrap())
+            }));
+        }
+    }
+    let mut answers: BTreeMap<usize, Vec<(StatusCode, String)>> = BTreeMap::new();
+    for race in races {
+        let (n, status, text) = race.await.unwrap();
+        answers.entry(n).or_default().push((status, text));
+    }
+    for (n, pair) in &answers {
+        let statuses: Vec<StatusCode> = pair.iter().map(|a| a.0).collect();
+        assert!(statuses.iter().all(|s| *s == StatusCode::CREATED), "key race-{n}: both answers are the one creation: {pair:?}");
+        let ids: Vec<Value> = pair.iter().map(|a| serde_json::from_str::<Value>(&a.1).unwrap()["appointment_id"].clone()).collect();
+        assert_eq!(ids[0], ids[1], "key race-{n}: both callers get the same appointment");
+        let last_name = serde_json::from_str::<Value>(&pair[0].1).unwrap()["last_name"].as_str().unwrap().to_lowercase();
+        assert_eq!(appointments_named(&app, &last_name).await.len(), 1, "key race-{n}: written once");
+    }
+}
+
 async fn replays_mismatches_and_failures(backend: Backend) {
     let app = TestApp::spawn(backend).await;
     let key = &app.admin_key;
@@ -153,6 +197,20 @@ async fn replays_mismatches_and_failures(backend: Backend) {
     assert_eq!(balances.len(), 1, "{balances:?}");
     let entry = app.get(key, &payments.trim_end_matches("/payments").to_owned()).await;
     assert_eq!(entry.ok()["balance"], json!(70.0), "paid once");
+    // A repeat whose write would now be refused (the balance is paid off: a second payment of
+    // 70 is above it) still answers the first's answer: on PostgreSQL, where a repeat runs until
+    // it meets the stored answer, the refusal gives way to the replay.
+    let (status, headers, first) = keyed_post(&app, key, &payments, "pay-off", &json!({"amount": 70, "date": "2024-07-03"})).await;
+    assert_eq!((status, headers.get("idempotent-replayed").is_some()), (StatusCode::CREATED, false), "{first}");
+    let (status, headers, again) = keyed_post(&app, key, &payments, "pay-off", &json!({"amount": 70, "date": "2024-07-03"})).await;
+    assert_eq!((status, headers.get("idempotent-replayed").is_some()), (StatusCode::CREATED, true), "{again}");
+    assert_eq!(serde_json::from_str::<Value>(&again).unwrap(), serde_json::from_str::<Value>(&first).unwrap());
+    // The same key with another body that would be refused anyway is still the key's 422.
+    let (status, _, text) = keyed_post(&app, key, &payments, "pay-off", &json!({"amount": 71, "date": "2024-07-03"})).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(serde_json::from_str::<Value>(&text).unwrap()["errors"]["Idempotency-Key"].is_array(), "{text}");
+    let entry = app.get(key, &payments.trim_end_matches("/payments").to_owned()).await;
+    assert_eq!(entry.ok()["balance"], json!(0.0), "paid off once");
 }
 
 async fn stored_answers_never_hold_secrets(backend: Backend) {

@@ -1,0 +1,315 @@
+//! `POST /api/v1/customers/import`: a CSV file of customers in the export's columns, validated
+//! row by row like `POST /api/v1/customers` and written all or nothing (decisions §16).
+
+use std::collections::{BTreeSet, HashMap};
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+use utoipa::ToSchema;
+
+use super::{
+    input,
+    model::{Customer, CustomerInput},
+    store::{self, CustomerFields, CustomerRow},
+};
+use crate::{
+    auth::Caller,
+    change::Change,
+    csv,
+    db::{Db, now_micros},
+    error::{ApiError, FieldErrors},
+    respond::unique_as_invalid,
+    scope,
+};
+
+/// Rows one file may hold.
+pub const MAX_ROWS: usize = 100_000;
+/// Rows whose errors a 422 lists; the rest are counted.
+const MAX_ROWS_REPORTED: usize = 100;
+/// Customers per `INSERT` (28 values each: far under both databases' limits on placeholders).
+const INSERT_CHUNK: usize = 500;
+
+/// Columns of the export that an import ignores: the server sets them.
+const READ_ONLY: [&str; 3] = ["customer_id", "timestamp", "updated_at"];
+/// Columns a file must have to create customers (`shop_id` unless the query names the shop).
+const REQUIRED: [&str; 7] = ["business_name", "first_name", "last_name", "address", "city", "state", "zip"];
+const BOOLEANS: [&str; 3] = ["active", "tax_exempt", "allow_marketing"];
+/// Columns where an empty cell means `null`.
+const NULLABLE: [&str; 2] = ["email", "credit_limit"];
+
+/// What an import wrote.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ImportSummary {
+    /// Customers created.
+    pub created: usize,
+    /// Customers updated (`?match=customer_number`).
+    pub updated: usize,
+}
+
+pub struct ImportOptions {
+    /// `?shop_id=`: every row's shop.
+    pub shop_id: Option<i64>,
+    /// `?match=customer_number`.
+    pub match_number: bool,
+}
+
+/// One data row, read: its number (from 1), what to write, and the customer it updates.
+struct Row {
+    number: usize,
+    fields: CustomerFields,
+    updates: Option<i64>,
+}
+
+/// Validates the whole file, then writes it in one transaction with an event per customer.
+pub async fn run(db: &Db, caller: &Caller, file: &[u8], options: ImportOptions) -> Result<ImportSummary, ApiError> {
+    let records = csv::parse(file).map_err(|e| ApiError::invalid("file", format!("The file is not valid CSV: {e}.")))?;
+    let mut records = records.into_iter();
+    let Some((_, header)) = records.next() else {
+        return Err(ApiError::invalid("header", "The file is empty: the first line must name the columns."));
+    };
+    let records: Vec<(usize, Vec<String>)> = records.collect();
+    if records.len() > MAX_ROWS {
+        return Err(ApiError::PayloadTooLarge(format!("The file has {} data rows; an import takes at most {MAX_ROWS}.", records.len())));
+    }
+    let header = check_header(header, &options)?;
+
+    let number_column = header.iter().position(|h| h == "customer_number");
+    let number_of = |cells: &[String]| number_column.and_then(|i| cells.get(i)).map(|c| c.trim()).filter(|c| !c.is_empty()).map(str::to_owned);
+    let numbers: Vec<String> = records.iter().filter_map(|(_, cells)| number_of(cells)).collect();
+    let existing = store::by_numbers(db, caller.company_id, &numbers).await?;
+    let existing: HashMap<&str, &CustomerRow> = existing.iter().map(|c| (c.fields.customer_number.as_str(), c)).collect();
+
+    let mut errors = RowErrors::default();
+    let mut rows = Vec::with_capacity(records.len());
+    let mut seen_numbers: HashMap<String, usize> = HashMap::new();
+    // Each record is dropped once read: the file is not held twice.
+    for (index, (line, cells)) in records.into_iter().enumerate() {
+        let number = index + 1;
+        let mut row_errors = FieldErrors::default();
+        if cells.len() != header.len() {
+            row_errors.add("file", format!("Line {line} has {} cells; the header has {}.", cells.len(), header.len()));
+            errors.add(number, row_errors);
+            continue;
+        }
+        let matched = number_of(&cells).and_then(|n| existing.get(n.as_str()).copied());
+        let updates = match matched {
+            Some(found) if options.match_number && !caller.can_see_shop(found.fields.shop_id) => {
+                row_errors.add("customer_number", "The customer_number matches a customer in a shop this key cannot access.");
+                None
+            }
+            Some(found) if options.match_number => Some(found),
+            Some(_) => {
+                row_errors.add("customer_number", "The customer_number has already been taken.");
+                None
+            }
+            None => None,
+        };
+        let body = row_body(&header, &cells, options.shop_id);
+        let input: CustomerInput = serde_json::from_value(Value::Object(body)).unwrap_or_default();
+        let (fields, reader) = input::read(input, updates.map(|c| c.fields.clone()));
+        row_errors.absorb("", reader.errors);
+        if !fields.customer_number.is_empty() {
+            if let Some(first) = seen_numbers.insert(fields.customer_number.clone(), number) {
+                row_errors.add("customer_number", format!("The customer_number is also on row {first}."));
+            }
+        }
+        errors.add(number, row_errors);
+        rows.push(Row { number, fields, updates: updates.map(|c| c.id) });
+    }
+    check_shops(db, caller, &rows, &mut errors).await?;
+    errors.into_result()?;
+    write(db, caller.company_id, rows).await
+}
+
+/// The header's columns, checked: every name known, none twice, the required ones there.
+fn check_header(header: Vec<String>, options: &ImportOptions) -> Result<Vec<String>, ApiError> {
+    let known = csv::header(&Customer::from(CustomerRow::default()));
+    let header: Vec<String> = header.into_iter().map(|h| h.trim().to_owned()).collect();
+    let mut errors = FieldErrors::default();
+    let unknown: Vec<&str> = header.iter().filter(|h| !known.contains(h)).map(String::as_str).collect();
+    if !unknown.is_empty() {
+        errors.add("header", format!("Unknown columns: {}. The columns are the export's: {}.", unknown.join(", "), known.join(", ")));
+    }
+    let mut seen = BTreeSet::new();
+    let repeated: BTreeSet<&str> = header.iter().filter(|h| !seen.insert(h.as_str())).map(String::as_str).collect();
+    if !repeated.is_empty() {
+        errors.add("header", format!("Columns named twice: {}.", repeated.into_iter().collect::<Vec<_>>().join(", ")));
+    }
+    // Matching by number may update with fewer columns; rows that create are then checked
+    // field by field like any create.
+    let mut required: Vec<&str> = if options.match_number { Vec::new() } else { REQUIRED.to_vec() };
+    if options.shop_id.is_none() && !options.match_number {
+        required.insert(0, "shop_id");
+    }
+    if options.match_number {
+        required.push("customer_number");
+    }
+    let missing: Vec<&str> = required.into_iter().filter(|r| !header.iter().any(|h| h == r)).collect();
+    if !missing.is_empty() {
+        errors.add("header", format!("Missing columns: {}.", missing.join(", ")));
+    }
+    errors.into_result()?;
+    Ok(header)
+}
+
+/// A row as the JSON body `POST /api/v1/customers` would take: `phone.home` inside `phone`,
+/// booleans and numbers typed when they parse (else left as text for the validation to name),
+/// empty cells absent, or `null` where the export writes `null` as an empty cell.
+fn row_body(header: &[String], cells: &[String], shop_id: Option<i64>) -> Map<String, Value> {
+    let mut body = Map::new();
+    let mut phone = Map::new();
+    for (name, raw) in header.iter().zip(cells) {
+        let name = name.as_str();
+        if READ_ONLY.contains(&name) || (name == "shop_id" && shop_id.is_some()) {
+            continue;
+        }
+        let value = if raw.trim().is_empty() && NULLABLE.contains(&name) {
+            Value::Null
+        } else if raw.trim().is_empty() && (BOOLEANS.contains(&name) || name == "shop_id") {
+            continue;
+        } else if BOOLEANS.contains(&name) {
+            match raw.trim().to_ascii_lowercase().as_str() {
+                "true" => Value::Bool(true),
+                "false" => Value::Bool(false),
+                _ => Value::String(raw.clone()),
+            }
+        } else if name == "shop_id" {
+            raw.trim().parse::<i64>().map(Value::from).unwrap_or_else(|_| Value::String(raw.clone()))
+        } else if name == "credit_limit" {
+            raw.trim().parse::<f64>().ok().and_then(serde_json::Number::from_f64).map(Value::Number).unwrap_or_else(|| Value::String(raw.clone()))
+        } else {
+            Value::String(raw.clone())
+        };
+        match name.strip_prefix("phone.") {
+            Some(key) => {
+                phone.insert(key.to_owned(), value);
+            }
+            None => {
+                body.insert(name.to_owned(), value);
+            }
+        }
+    }
+    if let Some(id) = shop_id {
+        body.insert("shop_id".into(), Value::from(id));
+    }
+    if !phone.is_empty() {
+        body.insert("phone".into(), Value::Object(phone));
+    }
+    body
+}
+
+/// Every shop named must be one the key may write to: each is looked up once.
+async fn check_shops(db: &Db, caller: &Caller, rows: &[Row], errors: &mut RowErrors) -> Result<(), ApiError> {
+    let shops: BTreeSet<i64> = rows.iter().map(|r| r.fields.shop_id).filter(|id| *id != 0).collect();
+    let mut refused = BTreeSet::new();
+    for shop in shops {
+        let mut check = FieldErrors::default();
+        scope::body_shop(db, caller, Some(shop), &mut check).await?;
+        if !check.is_empty() {
+            refused.insert(shop);
+        }
+    }
+    for row in rows.iter().filter(|r| refused.contains(&r.fields.shop_id)) {
+        let mut e = FieldErrors::default();
+        e.add("shop_id", "The selected shop_id is invalid.");
+        errors.add(row.number, e);
+    }
+    Ok(())
+}
+
+/// Creates and updates in one transaction, each customer with its event.
+async fn write(db: &Db, company_id: i64, rows: Vec<Row>) -> Result<ImportSummary, ApiError> {
+    let (updates, creates): (Vec<Row>, Vec<Row>) = rows.into_iter().partition(|r| r.updates.is_some());
+    let creates: Vec<CustomerFields> = creates.into_iter().map(|r| r.fields).collect();
+    let mut change = Change::begin(db, company_id).await?;
+    let now = now_micros();
+    let mut created = 0;
+    for chunk in creates.chunks(INSERT_CHUNK) {
+        let q = store::insert_many_query(company_id, chunk, now);
+        let mut inserted: Vec<CustomerRow> = change.tx().fetch_all(&q).await.map_err(unique_as_invalid("customer_number"))?;
+        inserted.sort_by_key(|c| c.id);
+        for row in inserted {
+            let customer = Customer::from(row);
+            change.record("customer.created", Some(customer.shop_id), &customer)?;
+            created += 1;
+        }
+    }
+    let mut updated = 0;
+    for row in &updates {
+        let id = row.updates.unwrap_or_default();
+        let Some(stored) = store::update(change.tx(), company_id, id, &row.fields).await.map_err(unique_as_invalid("customer_number"))? else {
+            continue;
+        };
+        let customer = Customer::from(stored);
+        change.record("customer.updated", Some(customer.shop_id), &customer)?;
+        updated += 1;
+    }
+    let summary = ImportSummary { created, updated };
+    change.replay_as(axum::http::StatusCode::CREATED, None, &summary)?;
+    change.commit().await?;
+    Ok(summary)
+}
+
+/// The errors of the rows, keyed `row N.field`; past [`MAX_ROWS_REPORTED`] rows, only counted.
+#[derive(Default)]
+struct RowErrors {
+    errors: FieldErrors,
+    rows: usize,
+}
+
+impl RowErrors {
+    fn add(&mut self, number: usize, row: FieldErrors) {
+        if row.is_empty() {
+            return;
+        }
+        self.rows += 1;
+        if self.rows <= MAX_ROWS_REPORTED {
+            self.errors.absorb(&format!("row {number}."), row);
+        }
+    }
+
+    fn into_result(mut self) -> Result<(), ApiError> {
+        if self.rows > MAX_ROWS_REPORTED {
+            self.errors.add("rows", format!("{} rows have errors; the first {MAX_ROWS_REPORTED} are listed.", self.rows));
+        }
+        self.errors.into_result()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn header(names: &[&str]) -> Vec<String> {
+        names.iter().map(|n| (*n).to_owned()).collect()
+    }
+
+    #[test]
+    fn rows_become_the_create_body() {
+        let h = header(&["customer_id", "shop_id", "first_name", "phone.home", "email", "active", "credit_limit", "zip"]);
+        let cells = header(&["9", "3", "Ann", "555", "", "FALSE", "12.5", ""]);
+        let body = Value::Object(row_body(&h, &cells, None));
+        assert_eq!(
+            body,
+            serde_json::json!({"shop_id": 3, "first_name": "Ann", "email": null, "active": false, "credit_limit": 12.5, "zip": "", "phone": {"home": "555"}})
+        );
+    }
+
+    #[test]
+    fn unparsed_values_stay_text_for_the_validation_to_name() {
+        let h = header(&["shop_id", "active", "credit_limit"]);
+        let body = Value::Object(row_body(&h, &header(&["x", "yes", "lots"]), Some(4)));
+        assert_eq!(body, serde_json::json!({"shop_id": 4, "active": "yes", "credit_limit": "lots"}));
+    }
+
+    #[test]
+    fn headers_name_unknown_repeated_and_missing_columns() {
+        let options = ImportOptions { shop_id: None, match_number: false };
+        let err = check_header(header(&["first_name", "nickname", "first_name"]), &options).unwrap_err();
+        let ApiError::Validation(errors) = err else { panic!("{err:?}") };
+        let text = serde_json::to_string(&errors).unwrap();
+        assert!(text.contains("Unknown columns: nickname."), "{text}");
+        assert!(text.contains("Columns named twice: first_name."), "{text}");
+        assert!(text.contains("Missing columns: shop_id, business_name, last_name, address, city, state, zip."), "{text}");
+    }
+}

@@ -1,0 +1,91 @@
+//! Exports: a list's rows as a streamed CSV file (decisions §16). The rows come from the
+//! database in batches through a short channel, each batch becomes one chunk of the body, so a
+//! million-row export starts at once and holds a few batches in memory whatever its size.
+
+use axum::{
+    body::{Body, Bytes},
+    http::{HeaderValue, header},
+    response::{IntoResponse, Response},
+};
+use serde::Serialize;
+use utoipa::openapi::path::{Parameter, ParameterIn};
+
+use crate::{
+    csv,
+    db::{Db, FromRow, Query},
+    error::{ApiError, FieldErrors},
+    extract::QueryParams,
+};
+
+/// Rows per chunk of the body, and chunks read ahead of the client.
+const BATCH: usize = 500;
+const DEPTH: usize = 4;
+
+pub const CSV: &str = "text/csv; charset=utf-8; header=present";
+
+/// Answers `200 text/csv`: the header row named after `sample`'s fields, then one record per row
+/// of `q` as the resource `R` shows it. A database error after the first byte ends the body
+/// without its last chunk, so the client sees a broken transfer, never a short file that looks
+/// complete.
+pub fn csv_response<T, R>(db: &Db, q: Query, sample: R, name: &str) -> Response
+where
+    T: FromRow,
+    R: Serialize + From<T> + Send + 'static,
+{
+    let mut first = String::new();
+    csv::push_header(&mut first, &csv::header(&sample));
+    let rows = db.stream::<T>(q, BATCH, DEPTH);
+    let chunks = futures_util::stream::unfold((Some(first), rows), |(first, mut rows)| async move {
+        if let Some(first) = first {
+            return Some((Ok(Bytes::from(first)), (None, rows)));
+        }
+        let batch = match rows.recv().await? {
+            Ok(batch) => batch,
+            Err(e) => {
+                tracing::error!(error = %e, "an export stopped on a database error");
+                return Some((Err(std::io::Error::other(e.to_string())), (None, rows)));
+            }
+        };
+        let mut chunk = String::with_capacity(batch.len() * 256);
+        for row in batch {
+            if let Err(e) = csv::push_record(&mut chunk, &R::from(row)) {
+                tracing::error!(error = %e, "an export could not write a record");
+                return Some((Err(std::io::Error::other(e.to_string())), (None, rows)));
+            }
+        }
+        Some((Ok(Bytes::from(chunk)), (None, rows)))
+    });
+    // Fused: the gzip layer polls a body once more after its end, which `unfold` forbids.
+    let chunks = futures_util::StreamExt::fuse(chunks);
+    let day = chrono::Utc::now().format("%Y-%m-%d");
+    let disposition = format!("attachment; filename=\"{name}-{day}.csv\"");
+    let mut response = Body::from_stream(chunks).into_response();
+    let headers = response.headers_mut();
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(CSV));
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    if let Ok(value) = HeaderValue::from_str(&disposition) {
+        headers.insert(header::CONTENT_DISPOSITION, value);
+    }
+    response
+}
+
+/// An export takes a list's parameters but not its paging or its nested details.
+pub fn refuse_list_only_parameters(params: &QueryParams) -> Result<(), ApiError> {
+    let mut errors = FieldErrors::default();
+    for name in ["page", "pageSize", "with_details"] {
+        if params.get(name).is_some() {
+            errors.add(name, format!("Exports return every matching row and no nested lists: the {name} parameter is not accepted."));
+        }
+    }
+    errors.into_result()
+}
+
+/// A list's documented parameters without `page`, `pageSize` and `with_details`.
+pub fn list_params(all: Vec<Parameter>) -> Vec<Parameter> {
+    all.into_iter().filter(|p| !matches!(p.name.as_str(), "page" | "pageSize" | "with_details")).collect()
+}
+
+/// Where a list's parameters go (the query string), for [`utoipa::IntoParams::into_params`].
+pub fn in_query() -> Option<ParameterIn> {
+    Some(ParameterIn::Query)
+}
