@@ -8,7 +8,10 @@
 #
 # Knobs (environment): BENCH_BACKENDS ("sqlite postgres"), BENCH_CONNS ("32 64"),
 # BENCH_DURATION (seconds per loaded case), BENCH_PROBE_DURATION (seconds per latency probe),
-# BENCH_PG_URL (server, default postgres://postgres@127.0.0.1:5432), BENCH_OUT (results file).
+# BENCH_PG_URL (server, default postgres://postgres@127.0.0.1:5432), BENCH_OUT (results file),
+# BENCH_CASES (an extended regex: only the load and probe cases whose names match, e.g.
+# 'post_appointment|post_keyed'; ceilings and the outbox figure run only without it),
+# BENCH_DATASETS ("main small").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -32,6 +35,9 @@ else
   duration=${BENCH_DURATION:-10}
   probe_duration=${BENCH_PROBE_DURATION:-3}
   datasets="main:1000000:200000:50 small:10000:2000:50"
+  if [ -n "${BENCH_DATASETS:-}" ]; then
+    datasets=$(for d in $datasets; do if [[ " $BENCH_DATASETS " == *" ${d%%:*} "* ]]; then echo "$d"; fi; done)
+  fi
   data_dir=$root/bench/data
   pg_prefix="autoshop_bench_"
   reuse=1
@@ -179,6 +185,10 @@ put_customer:put:
 get_customer:one:
 get_customer_inm:one_conditional:
 events_page:path:/api/v1/events?limit=100"
+cases_filter=${BENCH_CASES:-}
+if [ -n "$cases_filter" ]; then
+  load_cases=$(grep -E "^($cases_filter):" <<< "$load_cases" || true)
+fi
 # Indexed filters whose unloaded latency is compared between the small and the main data set,
 # and the substring filters (same probe).
 probe_cases="appts_default:path:/api/v1/appointments
@@ -190,6 +200,9 @@ cust_default:path:/api/v1/customers
 cust_last_name:last_name:
 cust_phone:phone:
 availability:availability:"
+if [ -n "$cases_filter" ]; then
+  probe_cases=$(grep -E "^($cases_filter):" <<< "$probe_cases" || true)
+fi
 
 export_meta() { # meta-file
   local meta=$1
@@ -222,7 +235,7 @@ for backend in $backends; do
 
     # Unloaded latency (one connection) of the indexed and substring filters, on every data set.
     while IFS=: read -r case mode path; do
-      run_wrk "$backend" "$name" "$case" 1 "$probe_duration" "$app_port" "$server_pid" "$mode" "$path"
+      [ -n "$case" ] && run_wrk "$backend" "$name" "$case" 1 "$probe_duration" "$app_port" "$server_pid" "$mode" "$path"
     done <<< "$probe_cases"
 
     if [ "$name" = main ]; then
@@ -233,10 +246,11 @@ for backend in $backends; do
       done
       for c in $conns; do
         while IFS=: read -r case mode path; do
-          run_wrk "$backend" "$name" "$case" "$c" "$duration" "$app_port" "$server_pid" "$mode" "$path"
+          [ -n "$case" ] && run_wrk "$backend" "$name" "$case" "$c" "$duration" "$app_port" "$server_pid" "$mode" "$path"
         done <<< "$load_cases"
       done
       stop_app
+      [ -n "$cases_filter" ] && continue
       for body in page appts_details cust_details; do
         start_static "$data_dir/body-$backend-$body.json"
         for c in $conns; do
@@ -264,6 +278,7 @@ for backend in $backends; do
 
   # The outbox's cost on writes: the same appointment inserts with and without their event, in
   # alternating rounds on a fresh database (printed as a ratio, not kept in the JSON results).
+  [ -n "$cases_filter" ] && continue
   if [ "$backend" = sqlite ]; then
     outbox_url="sqlite://$data_dir/outbox-$$.db"
   else

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Paired comparison of two request shapes on one server: runs A and B in alternating order
+# (A B, B A, A B, ...) so that a drift of the machine weighs on both, and prints each round's
+# ratio B/A and their mean. For the targets stated as "B within N% of A" (a keyed POST against
+# a plain one; a GET with If-None-Match against one without), where one run of each in a fixed
+# order is biased by whatever the first run left behind (a warmer cache, a longer table).
+#
+#   bench/ab.sh post post_keyed                       # SQLite main data set, 5 rounds of 8 s
+#   AB_BACKEND=postgres AB_ROUNDS=7 bench/ab.sh one one_conditional
+#
+# Modes are those of bench/wrk/autoshop.lua. Needs the data set that bench/run.sh generates
+# (AB_DATASET, default main). Knobs: AB_BACKEND (sqlite), AB_ROUNDS (5), AB_SECONDS (8),
+# AB_CONNS (32), BENCH_PG_URL.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+a=${1:?mode A}; b=${2:?mode B}
+backend=${AB_BACKEND:-sqlite}; dataset=${AB_DATASET:-main}
+rounds=${AB_ROUNDS:-5}; seconds=${AB_SECONDS:-8}; conns=${AB_CONNS:-32}
+meta=bench/data/$backend-$dataset.json
+[ -f "$meta" ] || { echo "ab: $meta is missing: run bench/run.sh once (BENCH_DATASETS=$dataset BENCH_BACKENDS=$backend)" >&2; exit 1; }
+case $backend in
+  sqlite) url="sqlite://$(pwd)/bench/data/sqlite-$dataset.db" ;;
+  postgres) url="${BENCH_PG_URL:-postgres://postgres@127.0.0.1:5432}/autoshop_bench_$dataset" ;;
+  *) echo "ab: unknown backend $backend" >&2; exit 1 ;;
+esac
+export BENCH_KEY BENCH_FIRST_SHOP BENCH_SHOPS BENCH_FIRST_DAY BENCH_DAYS BENCH_FIRST_CUSTOMER BENCH_LAST_CUSTOMER BENCH_CUSTOMERS
+BENCH_KEY=$(jq -r .api_key "$meta"); BENCH_FIRST_SHOP=$(jq -r .first_shop "$meta"); BENCH_SHOPS=$(jq -r .shop_count "$meta")
+BENCH_FIRST_DAY=$(date -u -d "$(jq -r .first_day "$meta")" +%s); BENCH_DAYS=$(jq -r .days "$meta")
+BENCH_FIRST_CUSTOMER=$(jq -r .first_customer "$meta"); BENCH_LAST_CUSTOMER=$(jq -r .last_customer "$meta")
+BENCH_CUSTOMERS=$(jq -r .customers "$meta")
+
+cargo build --release --quiet --bin autoshop
+port=${BENCH_PORT:-18090}
+log=$(mktemp)
+target/release/autoshop serve --rate-limit 0 --listen "127.0.0.1:$port" --database-url "$url" --log warn >"$log" 2>&1 &
+server=$!
+trap 'kill $server 2>/dev/null || true; wait $server 2>/dev/null || true; rm -f "$log"' EXIT
+for _ in $(seq 1 300); do curl -sf "http://127.0.0.1:$port/readyz" >/dev/null && break; sleep 0.2; done
+
+rps() { # mode
+  BENCH_MODE=$1 wrk -t2 -c"$conns" -d"${seconds}s" --timeout 10s -s bench/wrk/autoshop.lua "http://127.0.0.1:$port" 2>&1 \
+    | sed -n 's/^BENCH //p' | jq -r 'if .non2xx > 0 or .socket_errors > 0 then error("non-2xx answers") else .rps end'
+}
+rps "$a" >/dev/null # warm-up, not counted
+sum=0
+for r in $(seq 1 "$rounds"); do
+  if [ $((r % 2)) = 1 ]; then ra=$(rps "$a"); rb=$(rps "$b"); else rb=$(rps "$b"); ra=$(rps "$a"); fi
+  ratio=$(echo "scale=3; $rb / $ra" | bc)
+  sum=$(echo "scale=3; $sum + $ratio" | bc)
+  printf 'ab: %s round %d: %s %.0f req/s, %s %.0f req/s, ratio %s\n' "$backend" "$r" "$a" "$ra" "$b" "$rb" "$ratio"
+done
+printf 'ab: %s %s / %s: mean ratio %s over %d rounds\n' "$backend" "$b" "$a" "$(echo "scale=3; $sum / $rounds" | bc)" "$rounds"
