@@ -8,7 +8,8 @@
 #   bench/ab.sh post post_keyed                       # SQLite main data set, 5 rounds of 8 s
 #   AB_BACKEND=postgres AB_ROUNDS=7 bench/ab.sh one one_conditional
 #
-# Modes are those of bench/wrk/autoshop.lua. Needs the data set that bench/run.sh generates
+# Modes are those of bench/wrk/autoshop.lua, or `path:/api/v1/...` for a fixed path
+# (e.g. `bench/ab.sh path:/api/v1/appointments 'path:/api/v1/events?limit=100'`). Needs the data set that bench/run.sh generates
 # (AB_DATASET, default main). Knobs: AB_BACKEND (sqlite), AB_ROUNDS (5), AB_SECONDS (8),
 # AB_CONNS (32), BENCH_PG_URL.
 set -euo pipefail
@@ -37,8 +38,10 @@ server=$!
 trap 'kill $server 2>/dev/null || true; wait $server 2>/dev/null || true; rm -f "$log"' EXIT
 for _ in $(seq 1 300); do curl -sf "http://127.0.0.1:$port/readyz" >/dev/null && break; sleep 0.2; done
 
-rps() { # mode
-  BENCH_MODE=$1 wrk -t2 -c"$conns" -d"${seconds}s" --timeout 10s -s bench/wrk/autoshop.lua "http://127.0.0.1:$port" 2>&1 \
+rps() { # mode, or path:/fixed/path
+  local mode=$1 path=/api/v1/appointments
+  if [[ $mode == path:* ]]; then path=${mode#path:}; mode=path; fi
+  BENCH_MODE=$mode BENCH_PATH=$path wrk -t2 -c"$conns" -d"${seconds}s" --timeout 10s -s bench/wrk/autoshop.lua "http://127.0.0.1:$port" 2>&1 \
     | sed -n 's/^BENCH //p' | jq -r 'if .non2xx > 0 or .socket_errors > 0 then error("non-2xx answers") else .rps end'
 }
 rps "$a" >/dev/null # warm-up, not counted
