@@ -4,16 +4,17 @@
 //! row types, so a page crosses threads once, not once per row.
 
 mod migrate;
+mod reader;
 mod writer;
 
 use std::{
     path::{Path, PathBuf},
-    sync::{Arc, Mutex},
+    sync::Arc,
     time::Duration,
 };
 
 use rusqlite::{Connection, OpenFlags};
-use tokio::sync::{Semaphore, broadcast, mpsc, oneshot};
+use tokio::sync::{broadcast, mpsc, oneshot};
 
 use super::{Arg, DbError, FromRow, Query, RowReader, notify::{BACKLOG, Notice}};
 pub use writer::MAX_GROUP;
@@ -31,21 +32,15 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 pub struct SqliteDb {
     path: PathBuf,
     jobs: mpsc::Sender<Job>,
-    readers: Arc<Readers>,
+    readers: Arc<reader::Readers>,
     notices: broadcast::Sender<Notice>,
     closed: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for SqliteDb {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SqliteDb").field("path", &self.path).field("readers", &self.readers.size).finish()
+        f.debug_struct("SqliteDb").field("path", &self.path).field("readers", &self.readers.stats().0).finish()
     }
-}
-
-struct Readers {
-    idle: Mutex<Vec<Connection>>,
-    permits: Arc<Semaphore>,
-    size: usize,
 }
 
 /// The file of a `sqlite:` URL: `sqlite://autoshop.db`, `sqlite:///var/lib/autoshop.db`,
@@ -102,12 +97,9 @@ impl SqliteDb {
         let writer = open_writer(&path).with_context(|| format!("opening SQLite database {}", path.display()))?;
         let (jobs, queue) = mpsc::channel(4 * MAX_GROUP);
         writer::start(writer, queue).context("starting the SQLite writer thread")?;
-        let size = readers.max(1) as usize;
-        let mut idle = Vec::with_capacity(size);
-        for _ in 0..size {
-            idle.push(open_reader(&path).with_context(|| format!("opening SQLite database {} for reading", path.display()))?);
-        }
-        let readers = Arc::new(Readers { idle: Mutex::new(idle), permits: Arc::new(Semaphore::new(size)), size });
+        let readers = reader::Readers::open(readers.max(1) as usize, || open_reader(&path))
+            .with_context(|| format!("opening SQLite database {} for reading", path.display()))?;
+        let readers = Arc::new(readers);
         Ok(SqliteDb { path, jobs, readers, notices: broadcast::channel(BACKLOG).0, closed: Default::default() })
     }
 
@@ -119,26 +111,13 @@ impl SqliteDb {
         &self.path
     }
 
-    /// Runs `work` on a read connection, on a blocking thread.
+    /// Runs `work` on a read connection (see [`reader`]: it may run twice).
     pub async fn read<T, F>(&self, work: F) -> Result<T, DbError>
     where
         T: Send + 'static,
-        F: FnOnce(&Connection) -> Result<T, DbError> + Send + 'static,
+        F: Fn(&Connection) -> Result<T, DbError> + Send + 'static,
     {
-        let permit = self.readers.permits.clone().acquire_owned().await.map_err(|_| closed())?;
-        let readers = self.readers.clone();
-        tokio::task::spawn_blocking(move || {
-            let conn = Lent { conn: readers.idle.lock().unwrap_or_else(|e| e.into_inner()).pop(), readers: &readers };
-            let result = match &conn.conn {
-                Some(c) => work(c),
-                None => Err(DbError::Other("no idle SQLite reader despite a permit".into())),
-            };
-            drop(conn);
-            drop(permit);
-            result
-        })
-        .await
-        .map_err(|e| DbError::Other(format!("a read failed: {e}")))?
+        self.readers.read(work).await
     }
 
     /// Reads `q` on a new read-only connection, on a blocking thread, sending its rows in
@@ -206,7 +185,7 @@ impl SqliteDb {
 
     /// `(readers, idle readers)`.
     pub fn reader_stats(&self) -> (u32, usize) {
-        (self.readers.size as u32, self.readers.permits.available_permits())
+        self.readers.stats()
     }
 
     /// Waits for the writes queued before it, updates the planner's statistics, and refuses
@@ -214,26 +193,11 @@ impl SqliteDb {
     pub async fn close(&self) {
         let _ = self.exclusive(|conn| conn.execute_batch("PRAGMA optimize").map_err(DbError::from)).await;
         self.closed.store(true, std::sync::atomic::Ordering::SeqCst);
-        self.readers.permits.close();
-        self.readers.idle.lock().unwrap_or_else(|e| e.into_inner()).clear();
+        self.readers.close();
     }
 
     fn check_open(&self) -> Result<(), DbError> {
         if self.closed.load(std::sync::atomic::Ordering::SeqCst) { Err(closed()) } else { Ok(()) }
-    }
-}
-
-/// A read connection borrowed from the pool: back in the pool however the work ends.
-struct Lent<'a> {
-    conn: Option<Connection>,
-    readers: &'a Readers,
-}
-
-impl Drop for Lent<'_> {
-    fn drop(&mut self) {
-        if let Some(conn) = self.conn.take() {
-            self.readers.idle.lock().unwrap_or_else(|e| e.into_inner()).push(conn);
-        }
     }
 }
 
@@ -243,7 +207,7 @@ fn guarded<T>(conn: &Connection, work: impl FnOnce(&Connection) -> Result<T, DbE
         .unwrap_or_else(|_| Err(DbError::Other("a statement panicked on the SQLite writer".into())))
 }
 
-fn closed() -> DbError {
+pub(super) fn closed() -> DbError {
     DbError::Unavailable("the SQLite writer or reader pool is closed".into())
 }
 

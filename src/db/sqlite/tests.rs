@@ -89,3 +89,39 @@ async fn a_closed_database_refuses_reads_and_writes() {
     assert!(matches!(db.fetch_optional::<(i64,)>(&Query::new("SELECT 1")).await, Err(DbError::Unavailable(_))));
     let _ = std::fs::remove_file(path);
 }
+
+/// Sums 1..=n in SQLite itself: a read whose length the test chooses.
+fn slow_sum(n: i64) -> Query {
+    Query::new("WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < $1) SELECT CAST(SUM(i) AS BIGINT) FROM c").bind(n)
+}
+
+/// A read past the inline budget is interrupted on the runtime's thread and runs again, in
+/// full, on a blocking thread: its answer is whole, and the one runtime thread of this test
+/// keeps serving other tasks meanwhile (inline, the ticker below would not tick until the
+/// read ended).
+#[tokio::test(flavor = "current_thread")]
+async fn a_long_read_leaves_the_runtime_thread_and_still_answers_in_full() {
+    let (db, path) = temp_db().await;
+    let ticks = Arc::new(std::sync::atomic::AtomicU32::new(0));
+    let ticker = {
+        let ticks = ticks.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+                ticks.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+        })
+    };
+    let n = 3_000_000i64;
+    let started = std::time::Instant::now();
+    let (sum,) = db.fetch_optional::<(i64,)>(&slow_sum(n)).await.unwrap().unwrap();
+    let took = started.elapsed();
+    let ticked = ticks.load(std::sync::atomic::Ordering::Relaxed);
+    ticker.abort();
+    assert_eq!(sum, n * (n + 1) / 2);
+    assert!(took > std::time::Duration::from_millis(20), "the read must be long enough to tell ({took:?})");
+    assert!(ticked >= 3, "the runtime thread was held by the read: {ticked} ticks in {took:?}");
+    // A short read still answers (on the calling thread).
+    assert_eq!(db.fetch_optional::<(i64,)>(&slow_sum(10)).await.unwrap().unwrap().0, 55);
+    let _ = std::fs::remove_file(path);
+}
