@@ -237,7 +237,7 @@ async fn main() {
         );
         failed = true;
     }
-    // SQLite's page caches (32 MB for the writer, 2 MB per reader) fill while writes add pages,
+    // SQLite's page caches (16 MB for the writer, 2 MB per reader) fill while writes add pages,
     // and hold what they filled: they are measured apart (`sqlite_memory_bytes`). The rest of the
     // server's memory may grow in the second half of the hold by 10% (at least 8 MiB) of its level
     // at half-time; a leak keeps growing past that.
