@@ -53,6 +53,19 @@ pub fn page_statements(columns: &str, from_where: &Query, page: &PageRequest, id
     (rows, from_where.prefixed("SELECT COUNT(*) "))
 }
 
+/// [`page_statements`] for lists whose matches are found through an index but ordered in a way
+/// no index gives (the id tie-break ascending after a descending sort): the page's ids are
+/// sorted from the index entries alone, and only those rows are read from `table` (a deferred
+/// join). Sorting whole rows would read every match from the table first. `from_where` must bind
+/// the company as `$1` and name `table` by the alias `a`.
+pub fn page_statements_by_ids(columns: &str, table: &str, from_where: &Query, page: &PageRequest, id_column: &str) -> (Query, Query) {
+    let mut rows = from_where.prefixed(&format!("SELECT {columns} FROM {table} a WHERE a.company_id = $1 AND a.id IN (SELECT id "));
+    page.push_order_and_window(&mut rows, id_column);
+    rows.push(")");
+    page.push_order(&mut rows, id_column);
+    (rows, from_where.prefixed("SELECT COUNT(*) "))
+}
+
 /// Runs a page statement and, when the page does not tell the total already, the statement
 /// that counts it (one row, one integer column).
 pub async fn fetch_page_with<T: FromRow>(db: &Db, rows: &Query, count: &Query, page: &PageRequest) -> Result<(Vec<T>, i64), DbError> {

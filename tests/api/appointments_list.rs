@@ -129,6 +129,18 @@ async fn sorts_break_ties_by_id_and_pages_walk_everything(backend: Backend) {
     let r = app.get(key, "/api/v1/appointments?pageSize=3&page=5").await;
     assert_eq!((r.ids("appointment_id").len(), r.body["meta"]["total"].as_i64()), (0, Some(4)));
     app.get(key, "/api/v1/appointments?pageSize=101").await.invalid("pageSize");
+
+    // Narrowed by a range or a date, a page picks its ids from the index and reads those rows
+    // (a deferred join): the same order, the same ties, the same windows.
+    let range = "filter_by=appointment_start&start_date=2026-05-01&end_date=2026-05-03";
+    let paged = |q: String| async move { app.get(key, &format!("/api/v1/appointments?{q}")).await };
+    assert_eq!(paged(format!("{range}&sort=-date")).await.ids("appointment_id"), vec![a, c, d, b]);
+    assert_eq!(paged(format!("{range}&sort=date")).await.ids("appointment_id"), vec![b, c, d, a]);
+    let r = paged(format!("{range}&sort=-date&pageSize=2&page=2")).await;
+    assert_eq!((r.ids("appointment_id"), r.body["meta"]["total"].as_i64()), (vec![d, b], Some(4)));
+    let r = paged("filter[date]=2026-05-02&sort=-date&pageSize=1&page=2".into()).await;
+    assert_eq!((r.ids("appointment_id"), r.body["meta"]["total"].as_i64()), (vec![d], Some(2)));
+    assert_eq!(paged("filter[date]=2026-05-02&sort=-first_name".into()).await.ids("appointment_id"), vec![d, c]);
 }
 
 /// The unfiltered list reads its total from per-shop counters (migration 0004): they must follow
