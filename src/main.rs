@@ -17,21 +17,42 @@ use tracing_subscriber::EnvFilter;
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> anyhow::Result<()> {
-    purge_freed_memory_at_once();
+    if !purge_freed_memory_at_once() {
+        eprintln!("warning: mimalloc's purge delay option was not where expected; left at its default");
+    }
     limit_malloc_arenas();
     tokio::runtime::Builder::new_multi_thread().enable_all().build()?.block_on(run())
 }
 
 /// mimalloc keeps freed pages for a second (`purge_delay`, 1000 ms) before returning them.
-fn purge_freed_memory_at_once() {
+/// The option is set only where its index still holds that default, so a mimalloc whose enum
+/// moved leaves every option alone rather than zeroing another one.
+fn purge_freed_memory_at_once() -> bool {
     /// `mi_option_purge_delay` in the `mi_option_e` enum of the mimalloc 3 the `mimalloc` crate
     /// builds (`include/mimalloc.h`); the crate's own bindings do not name it.
     const MI_OPTION_PURGE_DELAY: std::ffi::c_int = 15;
+    const DEFAULT_PURGE_DELAY_MS: std::ffi::c_long = 1000;
     unsafe extern "C" {
+        fn mi_option_get(option: std::ffi::c_int) -> std::ffi::c_long;
         fn mi_option_set(option: std::ffi::c_int, value: std::ffi::c_long);
     }
-    // SAFETY: sets a tuning option; mimalloc reads options atomically.
-    unsafe { mi_option_set(MI_OPTION_PURGE_DELAY, 0) };
+    // SAFETY: reads and sets a tuning option; mimalloc reads options atomically.
+    unsafe {
+        if mi_option_get(MI_OPTION_PURGE_DELAY) != DEFAULT_PURGE_DELAY_MS {
+            return false;
+        }
+        mi_option_set(MI_OPTION_PURGE_DELAY, 0);
+        mi_option_get(MI_OPTION_PURGE_DELAY) == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// The hard-coded option index still names the purge delay of the mimalloc we build.
+    #[test]
+    fn the_purge_delay_option_is_found_and_set() {
+        assert!(super::purge_freed_memory_at_once());
+    }
 }
 
 /// glibc gives each thread that allocates its own arena, up to 8 per core, and keeps what they

@@ -121,7 +121,7 @@ async fn a_long_read_leaves_the_runtime_thread_and_still_answers_in_full() {
     assert_eq!(sum, n * (n + 1) / 2);
     assert!(took > std::time::Duration::from_millis(20), "the read must be long enough to tell ({took:?})");
     assert!(ticked >= 3, "the runtime thread was held by the read: {ticked} ticks in {took:?}");
-    // A short read still answers (on the calling thread).
+    // A short read answers too.
     assert_eq!(db.fetch_optional::<(i64,)>(&slow_sum(10)).await.unwrap().unwrap().0, 55);
     let _ = std::fs::remove_file(path);
 }
