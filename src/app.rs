@@ -1,10 +1,10 @@
 //! Application state, router assembly and the middleware stack.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use axum::{
     Json, Router,
-    extract::{DefaultBodyLimit, MatchedPath, Request, State},
+    extract::{DefaultBodyLimit, Request, State},
     http::{HeaderValue, StatusCode, header},
     middleware::{self, Next},
     response::{IntoResponse, Response},
@@ -13,7 +13,7 @@ use axum::{
 use tower_http::{
     catch_panic::CatchPanicLayer,
     compression::CompressionLayer,
-    request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer},
+    request_id::{PropagateRequestIdLayer, SetRequestIdLayer},
     sensitive_headers::SetSensitiveRequestHeadersLayer,
     trace::TraceLayer,
 };
@@ -119,12 +119,12 @@ fn with_middleware(routes: Router, timeout: Duration, body_limit: usize) -> Rout
         .layer(middleware::from_fn(problem_for_bare_errors))
         // Pages of JSON shrink several times over for clients that send `Accept-Encoding: gzip`.
         .layer(CompressionLayer::new().gzip(true))
-        .layer(middleware::from_fn(record_metrics))
+        .layer(middleware::from_fn(crate::http_metrics::middleware))
         .layer(TraceLayer::new_for_http())
         // Keys never reach logs, even with header logging turned on.
         .layer(SetSensitiveRequestHeadersLayer::new([header::AUTHORIZATION]))
         .layer(PropagateRequestIdLayer::x_request_id())
-        .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
+        .layer(SetRequestIdLayer::x_request_id(crate::request_id::MakeProcessRequestId))
 }
 
 /// Answers 503 with `Retry-After` when the request (reading its body included) runs past the
@@ -173,18 +173,6 @@ async fn problem_for_bare_errors(request: Request, next: Next) -> Response {
         }
     }
     problem
-}
-
-async fn record_metrics(request: Request, next: Next) -> Response {
-    let started = Instant::now();
-    let route = request.extensions().get::<MatchedPath>().map(|p| p.as_str().to_owned()).unwrap_or_else(|| "unmatched".into());
-    let method = request.method().as_str().to_owned();
-    let response = next.run(request).await;
-    let status = response.status().as_u16().to_string();
-    let labels = [("method", method), ("route", route), ("status", status)];
-    metrics::counter!("http_requests_total", &labels).increment(1);
-    metrics::histogram!("http_request_duration_seconds", &labels[..2]).record(started.elapsed().as_secs_f64());
-    response
 }
 
 async fn healthz() -> Json<serde_json::Value> {

@@ -21,9 +21,7 @@ pub fn etag_of_bytes(body: &[u8]) -> String {
     let digest = Sha256::digest(body);
     let mut tag = String::with_capacity(34);
     tag.push('"');
-    for byte in &digest[..16] {
-        tag.push_str(&format!("{byte:02x}"));
-    }
+    crate::hex::push(&mut tag, &digest[..16]);
     tag.push('"');
     tag
 }

@@ -186,6 +186,15 @@ pub struct PageMeta {
     pub total: i64,
 }
 
+/// What one item of a page usually takes as JSON, to size the response buffer once.
+const ITEM_BYTES_HINT: usize = 1024;
+
+impl<T: Serialize> axum::response::IntoResponse for Page<T> {
+    fn into_response(self) -> axum::response::Response {
+        crate::respond::json_ok(&self, 1024 + self.data.len() * ITEM_BYTES_HINT)
+    }
+}
+
 /// The absolute URL of the current request, for pagination links.
 #[derive(Debug, Clone)]
 pub struct RequestUrl {

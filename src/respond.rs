@@ -38,3 +38,15 @@ pub fn group_by<R, T>(rows: Vec<R>, parent_id: impl Fn(&R) -> i64, into: impl Fn
     }
     out
 }
+
+/// `200 OK` with `value` as JSON, written into one buffer of about `capacity` bytes (a page of
+/// rows grows a small buffer many times over otherwise).
+pub fn json_ok<T: Serialize>(value: &T, capacity: usize) -> Response {
+    let mut body = Vec::with_capacity(capacity);
+    if let Err(e) = serde_json::to_writer(&mut body, value) {
+        return ApiError::Internal(format!("serializing a response: {e}")).into_response();
+    }
+    let mut response = (StatusCode::OK, body).into_response();
+    response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response
+}

@@ -3,7 +3,6 @@
 pub mod store;
 
 use axum::{
-    Json,
     extract::{Path, State},
     http::StatusCode,
     response::Response,
@@ -98,10 +97,10 @@ struct KeyListParams {
 /// List the company's API keys, revoked ones included (admin key without a shop list).
 #[utoipa::path(get, path = "/api/v1/api_keys", tag = "api_keys", params(KeyListParams),
     responses((status = 200, body = Page<ApiKeyRecord>, description = "A page of key records"), (status = 400, body = Problem), (status = 422, body = Problem)))]
-async fn list_keys(State(state): State<AppState>, CompanyAdmin(caller): CompanyAdmin, url: RequestUrl) -> Result<Json<Page<ApiKeyRecord>>, ApiError> {
+async fn list_keys(State(state): State<AppState>, CompanyAdmin(caller): CompanyAdmin, url: RequestUrl) -> Result<Page<ApiKeyRecord>, ApiError> {
     let list = ListQuery::parse(&url.params, &LIST)?;
     let (rows, total) = store::list(&state.db, caller.company_id, &list.request).await?;
-    Ok(Json(list.into_page(&url, rows.into_iter().map(ApiKeyRecord::from).collect(), total)))
+    Ok(list.into_page(&url, rows.into_iter().map(ApiKeyRecord::from).collect(), total))
 }
 
 /// Create an API key. The response carries the key in `api_key`, once.

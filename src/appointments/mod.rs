@@ -11,7 +11,6 @@ mod validation;
 use std::collections::HashMap;
 
 use axum::{
-    Json,
     extract::{Path, State},
     http::StatusCode,
     response::Response,
@@ -53,7 +52,7 @@ const LIST: ListSpec = ListSpec {
 /// `filter_by`) use each shop's own time zone.
 #[utoipa::path(get, path = "/api/v1/appointments", tag = "appointments", params(AppointmentListParams),
     responses((status = 200, body = Page<Appointment>, description = "A page of appointments"), (status = 400, body = Problem), (status = 404, body = Problem), (status = 422, body = Problem)))]
-async fn list_appointments(State(state): State<AppState>, caller: Caller, url: RequestUrl) -> Result<Json<Page<Appointment>>, ApiError> {
+async fn list_appointments(State(state): State<AppState>, caller: Caller, url: RequestUrl) -> Result<Page<Appointment>, ApiError> {
     let list = ListQuery::parse(&url.params, &LIST)?;
     let with_details = url.params.bool("with_details")?.unwrap_or(false);
     let (mut filters, range) = ListFilters::parse(&url.params, &list)?;
@@ -66,7 +65,7 @@ async fn list_appointments(State(state): State<AppState>, caller: Caller, url: R
     if with_details {
         attach_customers(&state, &caller, &mut data).await?;
     }
-    Ok(Json(list.into_page(&url, data, total)))
+    Ok(list.into_page(&url, data, total))
 }
 
 /// Export appointments as CSV: the list's filters and sort, every matching appointment, streamed.

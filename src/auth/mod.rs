@@ -96,17 +96,13 @@ pub const KEY_PREFIX: &str = "ask_";
 pub fn generate_key() -> (String, String) {
     let mut bytes = [0u8; 32];
     getrandom::fill(&mut bytes).expect("the operating system's random source failed");
-    let key = format!("{KEY_PREFIX}{}", hex(&bytes));
+    let key = format!("{KEY_PREFIX}{}", crate::hex::encode(&bytes));
     let hash = hash_key(&key);
     (key, hash)
 }
 
 pub fn hash_key(key: &str) -> String {
-    hex(&Sha256::digest(key.as_bytes()))
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    crate::hex::encode(&Sha256::digest(key.as_bytes()))
 }
 
 /// Compares two byte strings in time that depends only on their lengths.

@@ -4,7 +4,6 @@ pub mod model;
 pub mod store;
 
 use axum::{
-    Json,
     extract::{Path, State},
     response::Response,
 };
@@ -33,7 +32,7 @@ const LIST: ListSpec = ListSpec { sorts: store::SORTS, filters: &["shop_id", "ac
 /// List bays.
 #[utoipa::path(get, path = "/api/v1/bays", tag = "bays", params(BayListParams),
     responses((status = 200, body = Page<Bay>, description = "A page of bays"), (status = 400, body = Problem), (status = 404, body = Problem), (status = 422, body = Problem)))]
-async fn list_bays(State(state): State<AppState>, caller: Caller, url: RequestUrl) -> Result<Json<Page<Bay>>, ApiError> {
+async fn list_bays(State(state): State<AppState>, caller: Caller, url: RequestUrl) -> Result<Page<Bay>, ApiError> {
     let list = ListQuery::parse(&url.params, &LIST)?;
     let shops = scope::shop_filter(&state.db, &caller, list.filter("shop_id")).await?;
     let active = match list.filter("active").map(|v| v.trim().to_ascii_lowercase()) {
@@ -44,7 +43,7 @@ async fn list_bays(State(state): State<AppState>, caller: Caller, url: RequestUr
         })?),
     };
     let (rows, total) = store::list(&state.db, caller.company_id, &shops, active, &list.request).await?;
-    Ok(Json(list.into_page(&url, rows.into_iter().map(Bay::from).collect(), total)))
+    Ok(list.into_page(&url, rows.into_iter().map(Bay::from).collect(), total))
 }
 
 /// Get one bay.

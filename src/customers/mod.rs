@@ -46,7 +46,7 @@ const LIST: ListSpec = ListSpec {
 /// List customers.
 #[utoipa::path(get, path = "/api/v1/customers", tag = "customers", params(CustomerListParams),
     responses((status = 200, body = Page<Customer>, description = "A page of customers"), (status = 400, body = Problem), (status = 404, body = Problem), (status = 422, body = Problem)))]
-async fn list_customers(State(state): State<AppState>, caller: Caller, url: RequestUrl) -> Result<Json<Page<Customer>>, ApiError> {
+async fn list_customers(State(state): State<AppState>, caller: Caller, url: RequestUrl) -> Result<Page<Customer>, ApiError> {
     let list = ListQuery::parse(&url.params, &LIST)?;
     let filter = parse_filter(&url, &list)?;
     let with_details = url.params.bool("with_details")?.unwrap_or(false);
@@ -56,7 +56,7 @@ async fn list_customers(State(state): State<AppState>, caller: Caller, url: Requ
     if with_details {
         details::attach(&state.db, &caller, &mut data).await?;
     }
-    Ok(Json(list.into_page(&url, data, total)))
+    Ok(list.into_page(&url, data, total))
 }
 
 /// Export customers as CSV: the list's filters and sort, every matching customer, streamed.

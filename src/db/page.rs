@@ -67,17 +67,35 @@ pub fn page_statements_by_ids(columns: &str, table: &str, from_where: &Query, pa
 }
 
 /// Runs a page statement and, when the page does not tell the total already, the statement
-/// that counts it (one row, one integer column).
+/// that counts it (one row, one integer column). On SQLite both read one snapshot.
 pub async fn fetch_page_with<T: FromRow>(db: &Db, rows: &Query, count: &Query, page: &PageRequest) -> Result<(Vec<T>, i64), DbError> {
+    let (limit, offset) = (page.limit, page.offset);
+    if let Db::Sqlite(sqlite) = db {
+        let (rows, count) = (rows.clone(), count.clone());
+        return sqlite
+            .read(move |conn| {
+                super::sqlite::in_snapshot(conn, |conn| {
+                    let found: Vec<T> = super::sqlite::fetch_all(conn, &rows)?;
+                    let total = match total_from_page(found.len(), limit, offset) {
+                        Some(total) => total,
+                        None => super::sqlite::fetch_optional::<(i64,)>(conn, &count)?.map_or(0, |(n,)| n),
+                    };
+                    Ok((found, total))
+                })
+            })
+            .await;
+    }
     let found: Vec<T> = db.fetch_all(rows).await?;
-    // A short, non-empty page ends the list: its total follows without a COUNT.
-    let total = if !found.is_empty() && (found.len() as i64) < page.limit {
-        page.offset + found.len() as i64
-    } else {
-        let (n,): (i64,) = db.fetch_optional(count).await?.unwrap_or((0,));
-        n
+    let total = match total_from_page(found.len(), limit, offset) {
+        Some(total) => total,
+        None => db.fetch_optional::<(i64,)>(count).await?.map_or(0, |(n,)| n),
     };
     Ok((found, total))
+}
+
+/// A short, non-empty page ends the list: its total follows without a count.
+fn total_from_page(found: usize, limit: i64, offset: i64) -> Option<i64> {
+    (found > 0 && (found as i64) < limit).then_some(offset + found as i64)
 }
 
 #[cfg(test)]

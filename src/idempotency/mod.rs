@@ -107,7 +107,7 @@ pub async fn middleware(State(state): State<AppState>, request: Request, next: N
     hash.update(target.as_bytes());
     hash.update(b"\n");
     hash.update(&bytes);
-    let fingerprint: String = hash.finalize().iter().map(|b| format!("{b:02x}")).collect();
+    let fingerprint: String = crate::hex::encode(&hash.finalize());
 
     let scope = KeyScope {
         company_id: caller.company_id,

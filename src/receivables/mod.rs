@@ -5,7 +5,6 @@ pub mod model;
 pub mod store;
 
 use axum::{
-    Json,
     extract::{Path, State},
     response::Response,
 };
@@ -73,13 +72,13 @@ async fn list_receivables(
     caller: Caller,
     Path(customer_id): Path<String>,
     url: RequestUrl,
-) -> Result<Json<Page<Receivable>>, ApiError> {
+) -> Result<Page<Receivable>, ApiError> {
     let list = ListQuery::parse(&url.params, &LIST)?;
     let filter = parse_filter(&list)?;
     let customer = visible_customer(&state, &caller, &customer_id).await?;
     let shops = scope::shop_filter(&state.db, &caller, list.filter("shop_id")).await?;
     let (rows, total) = store::list(&state.db, caller.company_id, customer.id, &shops, &filter, &list.request).await?;
-    Ok(Json(list.into_page(&url, rows.into_iter().map(Receivable::from).collect(), total)))
+    Ok(list.into_page(&url, rows.into_iter().map(Receivable::from).collect(), total))
 }
 
 /// The `filter[...]` values; an empty value means no filter.

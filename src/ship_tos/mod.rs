@@ -5,7 +5,6 @@ pub mod model;
 pub mod store;
 
 use axum::{
-    Json,
     extract::{Path, State},
     response::Response,
 };
@@ -46,17 +45,17 @@ async fn list_ship_tos(
     caller: Caller,
     Path(customer_id): Path<String>,
     url: RequestUrl,
-) -> Result<Json<Page<ShipTo>>, ApiError> {
+) -> Result<Page<ShipTo>, ApiError> {
     let list = ListQuery::parse(&url.params, &LIST)?;
     let customer = visible_customer(&state, &caller, &customer_id).await?;
     let shops = scope::shop_filter(&state.db, &caller, list.filter("shop_id")).await?;
     if let ShopFilter::Only(ids) = &shops {
         if !ids.contains(&customer.fields.shop_id) {
-            return Ok(Json(list.into_page(&url, Vec::new(), 0)));
+            return Ok(list.into_page(&url, Vec::new(), 0));
         }
     }
     let (rows, total) = store::list(&state.db, caller.company_id, customer.id, &list.request).await?;
-    Ok(Json(list.into_page(&url, rows.into_iter().map(ShipTo::from).collect(), total)))
+    Ok(list.into_page(&url, rows.into_iter().map(ShipTo::from).collect(), total))
 }
 
 /// Get one ship-to of the customer.

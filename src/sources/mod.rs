@@ -4,7 +4,6 @@ pub mod model;
 pub mod store;
 
 use axum::{
-    Json,
     extract::{Path, State},
     response::Response,
 };
@@ -32,7 +31,7 @@ const LIST: ListSpec = ListSpec { sorts: store::SORTS, filters: &["shop_id", "ac
 /// List a shop's appointment sources.
 #[utoipa::path(get, path = "/api/v1/settings/sources", tag = "settings", params(SourceListParams),
     responses((status = 200, body = Page<Source>, description = "A page of the shop's sources"), (status = 400, body = Problem), (status = 404, body = Problem), (status = 422, body = Problem)))]
-async fn list_sources(State(state): State<AppState>, caller: Caller, url: RequestUrl) -> Result<Json<Page<Source>>, ApiError> {
+async fn list_sources(State(state): State<AppState>, caller: Caller, url: RequestUrl) -> Result<Page<Source>, ApiError> {
     let list = ListQuery::parse(&url.params, &LIST)?;
     let Some(raw_shop) = list.filter("shop_id").filter(|s| !s.trim().is_empty()) else {
         return Err(ApiError::invalid("filter[shop_id]", "The filter[shop_id] parameter is required."));
@@ -48,7 +47,7 @@ async fn list_sources(State(state): State<AppState>, caller: Caller, url: Reques
             .ok_or_else(|| ApiError::invalid("filter[active]", "The filter[active] parameter must be true, false, 1 or 0."))?,
     };
     let (rows, total) = store::list(&state.db, caller.company_id, shop_id, active, &list.request).await?;
-    Ok(Json(list.into_page(&url, rows.into_iter().map(Source::from).collect(), total)))
+    Ok(list.into_page(&url, rows.into_iter().map(Source::from).collect(), total))
 }
 
 /// Get one source.

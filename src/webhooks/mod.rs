@@ -60,12 +60,12 @@ struct PageParams {
 #[utoipa::path(get, path = "/api/v1/webhooks", tag = "webhooks", params(PageParams),
     responses((status = 200, body = Page<Webhook>, description = "A page of webhooks, oldest first"),
         (status = 400, body = Problem, description = "Unknown parameter"), (status = 422, body = Problem, description = "Invalid parameter")))]
-async fn list_webhooks(State(state): State<AppState>, Admin(caller): Admin, url: RequestUrl) -> Result<Json<Page<Webhook>>, ApiError> {
+async fn list_webhooks(State(state): State<AppState>, Admin(caller): Admin, url: RequestUrl) -> Result<Page<Webhook>, ApiError> {
     let list = ListQuery::parse(&url.params, &LIST)?;
     let visible: Vec<WebhookRow> = store::all(&state.db, caller.company_id).await?.into_iter().filter(|w| visible_to(&caller, w)).collect();
     let total = visible.len() as i64;
     let data = visible.into_iter().skip(list.offset() as usize).take(list.per_page as usize).map(Webhook::from).collect();
-    Ok(Json(list.into_page(&url, data, total)))
+    Ok(list.into_page(&url, data, total))
 }
 
 /// Create a webhook (admin). The response carries the signing `secret`, this once.
@@ -138,11 +138,11 @@ async fn delete_webhook(State(state): State<AppState>, Admin(caller): Admin, Pat
 #[utoipa::path(get, path = "/api/v1/webhooks/{id}/deliveries", tag = "webhooks", params(("id" = i64, Path), PageParams),
     responses((status = 200, body = Page<Delivery>, description = "A page of deliveries"), (status = 404, body = Problem, description = "No such webhook"),
         (status = 422, body = Problem, description = "Invalid parameter")))]
-async fn list_deliveries(State(state): State<AppState>, Admin(caller): Admin, Path(id): Path<String>, url: RequestUrl) -> Result<Json<Page<Delivery>>, ApiError> {
+async fn list_deliveries(State(state): State<AppState>, Admin(caller): Admin, Path(id): Path<String>, url: RequestUrl) -> Result<Page<Delivery>, ApiError> {
     let webhook = visible(&state, &caller, &id).await?;
     let list = ListQuery::parse(&url.params, &LIST)?;
     let (rows, total) = store::deliveries(&state.db, caller.company_id, webhook.id, &list.request).await?;
-    Ok(Json(list.into_page(&url, rows.into_iter().map(Delivery::from).collect(), total)))
+    Ok(list.into_page(&url, rows.into_iter().map(Delivery::from).collect(), total))
 }
 
 /// Send a `webhook.test` event to the webhook now (admin). Answers 202 with the queued
@@ -153,7 +153,7 @@ async fn test_webhook(State(state): State<AppState>, Admin(caller): Admin, Path(
     let webhook = visible(&state, &caller, &id).await?;
     let mut random = [0u8; 12];
     getrandom::fill(&mut random).map_err(|e| ApiError::Internal(format!("random source: {e}")))?;
-    let event_id = format!("evt_test_{}", random.iter().map(|b| format!("{b:02x}")).collect::<String>());
+    let event_id = format!("evt_test_{}", crate::hex::encode(&random));
     let payload = serde_json::json!({
         "id": event_id, "type": "webhook.test", "created_at": crate::time::format_micros(crate::db::now_micros()),
         "company_id": caller.company_id, "shop_id": null, "data": {"webhook_id": webhook.id},

@@ -133,6 +133,18 @@ async fn metrics_count_requests_by_route_and_report_pools() {
     let text = text.as_str().unwrap();
     assert!(text.contains(r#"http_requests_total{method="GET",route="/api/v1/bays",status="200"}"#), "{text}");
     assert!(text.contains("http_request_duration_seconds_bucket"), "{text}");
+    // Later requests of the same route count through the cached handles (the recorder is shared
+    // by every test of this binary, so the count may grow by more, never by less).
+    let bays_ok = |text: &str| -> f64 {
+        let line = text.lines().find(|l| l.starts_with(r#"http_requests_total{method="GET",route="/api/v1/bays",status="200"}"#));
+        line.and_then(|l| l.rsplit(' ').next()?.parse().ok()).unwrap_or(0.0)
+    };
+    let before = bays_ok(text);
+    for _ in 0..3 {
+        assert_eq!(app.get(&app.admin_key, "/api/v1/bays").await.status, 200);
+    }
+    let after = app.request(Method::GET, None, "/metrics", None).await.body;
+    assert!(bays_ok(after.as_str().unwrap()) >= before + 3.0, "{before} -> {after}");
     assert!(text.contains(r#"db_pool_connections{pool="sqlite_reader"}"#), "{text}");
     // SQLite's own memory (its caches hold pages after the request above), apart from the rest.
     let sqlite_bytes: f64 = text

@@ -344,6 +344,24 @@ fn stream_rows<T: FromRow>(conn: &Connection, q: &Query, batch: usize, sender: &
     Ok(())
 }
 
+/// Runs `work`'s statements in one read transaction: one snapshot, and one acquisition of the
+/// WAL read lock instead of one per statement (a lock that costs a system call and a mutex
+/// shared by every connection of the process).
+pub fn in_snapshot<T>(conn: &Connection, work: impl FnOnce(&Connection) -> Result<T, DbError>) -> Result<T, DbError> {
+    conn.prepare_cached("BEGIN")?.execute([])?;
+    let result = work(conn);
+    end_transaction(conn);
+    result
+}
+
+/// Ends a read transaction left open (by [`in_snapshot`], or by a read interrupted inside one),
+/// so the connection's next read sees the latest commit.
+pub(super) fn end_transaction(conn: &Connection) {
+    if !conn.is_autocommit() && conn.prepare_cached("COMMIT").and_then(|mut s| s.execute([])).is_err() {
+        let _ = conn.execute_batch("ROLLBACK");
+    }
+}
+
 /// The first row of `q`, decoded; the statement still runs to completion.
 pub fn fetch_optional<T: FromRow>(conn: &Connection, q: &Query) -> Result<Option<T>, DbError> {
     let mut stmt = conn.prepare_cached(&q.sqlite_sql())?;

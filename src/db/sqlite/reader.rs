@@ -144,6 +144,7 @@ impl Lent<'_> {
 impl Drop for Lent<'_> {
     fn drop(&mut self) {
         if let Some(reader) = self.reader.take() {
+            super::end_transaction(&reader.conn);
             self.readers.idle.lock().unwrap_or_else(|e| e.into_inner()).push(reader);
         }
     }
