@@ -6,7 +6,7 @@ use axum::{http::StatusCode, response::Response};
 use serde::Serialize;
 
 use crate::{
-    db::{Db, DbError, Finish, Query, Tx, now_micros, sqlite},
+    db::{Db, DbError, Finish, FromRow, Query, Tx, now_micros, sqlite},
     error::ApiError,
     events::{
         self,
@@ -19,37 +19,19 @@ use crate::{
 
 pub struct Change {
     tx: Tx,
+    outbox: Outbox,
+}
+
+/// What a change records besides its writes: its events, and the answer a repeat of a keyed
+/// request gets.
+pub struct Outbox {
     company_id: i64,
     events: Vec<NewEvent>,
     /// What a repeat of this request with its `Idempotency-Key` answers.
     replay: Option<StoredResponse>,
 }
 
-impl Change {
-    pub async fn begin(db: &Db, company_id: i64) -> Result<Change, DbError> {
-        Ok(Change { tx: db.begin().await?, company_id, events: Vec::new(), replay: None })
-    }
-
-    /// A change that creates its company: call [`Change::assign_company`] once the company row
-    /// exists, before recording anything.
-    pub async fn begin_new_company(db: &Db) -> Result<Change, DbError> {
-        Ok(Change { tx: db.begin().await?, company_id: 0, events: Vec::new(), replay: None })
-    }
-
-    pub fn assign_company(&mut self, company_id: i64) {
-        debug_assert!(self.company_id == 0 && self.events.is_empty());
-        self.company_id = company_id;
-    }
-
-    pub fn company_id(&self) -> i64 {
-        self.company_id
-    }
-
-    /// The transaction, for the stores' statements.
-    pub fn tx(&mut self) -> &mut Tx {
-        &mut self.tx
-    }
-
+impl Outbox {
     /// Records that `data` (the resource exactly as its GET shows it) changed.
     pub fn record<T: Serialize>(&mut self, kind: &'static str, shop_id: Option<i64>, data: &T) -> Result<(), ApiError> {
         debug_assert!(events::TYPES.contains(&kind), "unknown event type {kind}");
@@ -67,10 +49,69 @@ impl Change {
         Ok(())
     }
 
+    /// `201 Created` with `Location` and `body`, which a keyed repeat replays (unless
+    /// [`Outbox::replay_as`] set another body).
+    pub fn created<T: Serialize>(&mut self, location: String, body: T) -> Result<Response, ApiError> {
+        if self.replay.is_none() {
+            self.replay_as(StatusCode::CREATED, Some(&location), &body)?;
+        }
+        Ok(created(location, body))
+    }
+
+    /// The statements that write the events, the webhook deliveries and a keyed request's
+    /// answer, for a request holding `slot`.
+    fn last_statements(&mut self, slot: Option<idempotency::Slot>) -> LastStatements {
+        let stored_answer = match (slot, &self.replay) {
+            (Some(slot), Some(replay)) => Some((slot.store_query(replay, now_micros()), slot)),
+            _ => None,
+        };
+        LastStatements {
+            company_id: self.company_id,
+            stored_answer,
+            events: events::store::insert_queries(self.company_id, std::mem::take(&mut self.events), EVENTS_CHUNK, now_micros()),
+        }
+    }
+}
+
+impl Change {
+    pub async fn begin(db: &Db, company_id: i64) -> Result<Change, DbError> {
+        Ok(Change { tx: db.begin().await?, outbox: Outbox { company_id, events: Vec::new(), replay: None } })
+    }
+
+    /// A change that creates its company: call [`Change::assign_company`] once the company row
+    /// exists, before recording anything.
+    pub async fn begin_new_company(db: &Db) -> Result<Change, DbError> {
+        Change::begin(db, 0).await
+    }
+
+    pub fn assign_company(&mut self, company_id: i64) {
+        debug_assert!(self.outbox.company_id == 0 && self.outbox.events.is_empty());
+        self.outbox.company_id = company_id;
+    }
+
+    pub fn company_id(&self) -> i64 {
+        self.outbox.company_id
+    }
+
+    /// The transaction, for the stores' statements.
+    pub fn tx(&mut self) -> &mut Tx {
+        &mut self.tx
+    }
+
+    /// Records that `data` (the resource exactly as its GET shows it) changed.
+    pub fn record<T: Serialize>(&mut self, kind: &'static str, shop_id: Option<i64>, data: &T) -> Result<(), ApiError> {
+        self.outbox.record(kind, shop_id, data)
+    }
+
+    /// See [`Outbox::replay_as`].
+    pub fn replay_as<T: Serialize>(&mut self, status: StatusCode, location: Option<&str>, body: &T) -> Result<(), ApiError> {
+        self.outbox.replay_as(status, location, body)
+    }
+
     /// Commits a create and answers `201 Created` with `Location` and `body` (which a keyed
     /// repeat replays, unless [`Change::replay_as`] set another body).
     pub async fn commit_created<T: Serialize>(mut self, location: String, body: T) -> Result<Response, ApiError> {
-        if self.replay.is_none() {
+        if self.outbox.replay.is_none() {
             self.replay_as(StatusCode::CREATED, Some(&location), &body)?;
         }
         self.commit().await?;
@@ -81,27 +122,80 @@ impl Change {
     /// of a keyed request, and commits; answered once the change is durable.
     pub async fn commit(mut self) -> Result<(), DbError> {
         let slot = idempotency::current();
-        let stored_answer = match (&slot, &self.replay) {
-            (Some(slot), Some(replay)) => Some((slot.store_query(replay, now_micros()), slot.clone())),
-            _ => None,
-        };
-        let has_events = !self.events.is_empty();
-        if has_events {
-            self.tx.notify(events::CHANNEL, self.company_id.to_string()).await?;
+        if !self.outbox.events.is_empty() {
+            self.tx.notify(events::CHANNEL, self.outbox.company_id.to_string()).await?;
         }
-        let last = LastStatements {
-            company_id: self.company_id,
-            stored_answer,
-            events: events::store::insert_queries(self.company_id, std::mem::take(&mut self.events), EVENTS_CHUNK, now_micros()),
-        };
+        let stores_answer = slot.is_some() && self.outbox.replay.is_some();
+        let last = self.outbox.last_statements(slot.clone());
         let queued = self.tx.commit_with(last).await?;
-        if let (Some(slot), Some(_)) = (&slot, &self.replay) {
-            slot.mark_completed();
-        }
-        if queued > 0 {
-            webhooks::wake_dispatcher();
-        }
+        finished(slot.filter(|_| stores_answer), queued);
         Ok(())
+    }
+
+    /// Runs the change's last write `q` (a statement returning at most one row), hands its
+    /// outcome to `respond` (which shapes the answer and records the events), and commits: on
+    /// SQLite all of it in one hand-off to the writer, so the writer never waits for this
+    /// request between its last statement and its commit (it waited one round trip through a
+    /// busy runtime before). `respond` runs on the writer's thread there: plain Rust, no I/O.
+    /// An error from `respond` rolls the whole change back. Every change that finishes this
+    /// way records an event (the feed's streams are told of one).
+    pub async fn finish_with<R, T, F>(mut self, q: Query, respond: F) -> Result<T, ApiError>
+    where
+        R: FromRow + Send + 'static,
+        T: Send + 'static,
+        F: FnOnce(Result<Option<R>, DbError>, &mut Outbox) -> Result<T, ApiError> + Send + 'static,
+    {
+        let slot = idempotency::current();
+        self.tx.notify(events::CHANNEL, self.outbox.company_id.to_string()).await?;
+        let last = LastWrite { q, respond, outbox: self.outbox, slot: slot.clone(), row: std::marker::PhantomData };
+        let (value, queued, stored_answer) = self.tx.commit_with(last).await?;
+        finished(slot.filter(|_| stored_answer), queued);
+        Ok(value)
+    }
+}
+
+/// After a commit: a keyed request's answer is stored, deliveries wait for the dispatcher.
+fn finished(stored_answer: Option<idempotency::Slot>, queued: usize) {
+    if let Some(slot) = stored_answer {
+        slot.mark_completed();
+    }
+    if queued > 0 {
+        webhooks::wake_dispatcher();
+    }
+}
+
+/// [`Change::finish_with`]'s work: the last write, the answer built from its row, then the
+/// outbox's statements.
+struct LastWrite<R, F> {
+    q: Query,
+    respond: F,
+    outbox: Outbox,
+    slot: Option<idempotency::Slot>,
+    row: std::marker::PhantomData<fn() -> R>,
+}
+
+impl<R, T, F> Finish for LastWrite<R, F>
+where
+    R: FromRow + Send + 'static,
+    T: Send + 'static,
+    F: FnOnce(Result<Option<R>, DbError>, &mut Outbox) -> Result<T, ApiError> + Send + 'static,
+{
+    /// The answer, the deliveries queued, and whether a keyed request's answer was stored.
+    type Output = (T, usize, bool);
+    type Error = ApiError;
+
+    fn run_blocking(mut self, conn: &rusqlite::Connection) -> Result<Self::Output, ApiError> {
+        let value = (self.respond)(sqlite::fetch_optional(conn, &self.q), &mut self.outbox)?;
+        let stores_answer = self.slot.is_some() && self.outbox.replay.is_some();
+        let queued = self.outbox.last_statements(self.slot).run_blocking(conn)?;
+        Ok((value, queued, stores_answer))
+    }
+
+    async fn run(mut self, tx: &mut Tx) -> Result<Self::Output, ApiError> {
+        let value = (self.respond)(tx.fetch_optional(&self.q).await, &mut self.outbox)?;
+        let stores_answer = self.slot.is_some() && self.outbox.replay.is_some();
+        let queued = self.outbox.last_statements(self.slot).run(tx).await?;
+        Ok((value, queued, stores_answer))
     }
 }
 
@@ -123,6 +217,7 @@ const EVENTS_CHUNK: usize = 1000;
 impl Finish for LastStatements {
     /// How many webhook deliveries were queued.
     type Output = usize;
+    type Error = DbError;
 
     fn run_blocking(self, conn: &rusqlite::Connection) -> Result<usize, DbError> {
         if let Some((q, slot)) = &self.stored_answer {

@@ -24,7 +24,7 @@ use crate::{
     change::Change,
     conditional::{IfMatch, One},
     customers::{model::Customer, store as customers},
-    db::{ShopFilter, now_micros},
+    db::{DbError, ShopFilter, now_micros},
     error::{ApiError, Problem},
     extract::{JsonBody, path_id},
     listing::{ListQuery, ListSpec, Page, RequestUrl},
@@ -132,11 +132,16 @@ async fn create_appointment(
     if let Some(hold) = &hold {
         crate::holds::consume(&mut change, hold).await?;
     }
-    let mut row = store::insert(change.tx(), caller.company_id, &valid.fields).await?;
-    row.column_title = valid.column_title;
-    let appointment = Appointment::from(row);
-    change.record("appointment.created", Some(appointment.shop_id), &appointment)?;
-    change.commit_created(format!("/api/v1/appointments/{}", appointment.appointment_id), appointment).await
+    let column_title = valid.column_title;
+    change
+        .finish_with(store::insert_query(caller.company_id, &valid.fields, now_micros()), move |row, outbox| {
+            let mut row: store::AppointmentRow = row?.ok_or(DbError::NoRow)?;
+            row.column_title = column_title;
+            let appointment = Appointment::from(row);
+            outbox.record("appointment.created", Some(appointment.shop_id), &appointment)?;
+            outbox.created(format!("/api/v1/appointments/{}", appointment.appointment_id), appointment)
+        })
+        .await
 }
 
 /// Update an appointment (`write` or `admin` key). The body is the create body, required fields
@@ -162,13 +167,17 @@ async fn update_appointment(
     let valid = validation::validate(&state.db, &caller, input, Some(&current)).await?;
     let mut change = Change::begin(&state.db, caller.company_id).await?;
     if_match.verify::<Appointment, _>(&current, store::find(change.tx(), caller.company_id, current.id)).await?;
-    // No row: deleted since it was read.
-    let mut row = store::update(change.tx(), caller.company_id, current.id, &valid.fields).await?.ok_or_else(deleted_is_read_only)?;
-    row.column_title = valid.column_title;
-    let appointment = Appointment::from(row);
-    change.record("appointment.updated", Some(appointment.shop_id), &appointment)?;
-    change.commit().await?;
-    Ok(One(appointment))
+    let column_title = valid.column_title;
+    change
+        .finish_with(store::update_query(caller.company_id, current.id, &valid.fields), move |row, outbox| {
+            // No row: deleted since it was read.
+            let mut row: store::AppointmentRow = row?.ok_or_else(deleted_is_read_only)?;
+            row.column_title = column_title;
+            let appointment = Appointment::from(row);
+            outbox.record("appointment.updated", Some(appointment.shop_id), &appointment)?;
+            Ok(One(appointment))
+        })
+        .await
 }
 
 fn deleted_is_read_only() -> ApiError {

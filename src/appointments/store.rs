@@ -141,6 +141,11 @@ pub async fn insert(tx: &mut Tx, company_id: i64, f: &AppointmentFields) -> Resu
 
 /// `None` when the appointment is deleted (or does not exist): deleted ones are read-only.
 pub async fn update(tx: &mut Tx, company_id: i64, id: i64, f: &AppointmentFields) -> Result<Option<AppointmentRow>, DbError> {
+    tx.fetch_optional(&update_query(company_id, id, f)).await
+}
+
+/// The `UPDATE` of a live appointment to `f`, returning its row (none when deleted or absent).
+pub fn update_query(company_id: i64, id: i64, f: &AppointmentFields) -> Query {
     let sets: Vec<String> = WRITE_COLUMNS.split(',').enumerate().map(|(i, c)| format!("{} = ${}", c.trim(), i + 4)).collect();
     let q = Query::new(format!(
         "UPDATE appointments SET updated_at = $3, {} WHERE company_id = $1 AND id = $2 AND deleted_at IS NULL RETURNING {}",
@@ -150,7 +155,7 @@ pub async fn update(tx: &mut Tx, company_id: i64, id: i64, f: &AppointmentFields
     .bind(company_id)
     .bind(id)
     .bind(now_micros());
-    tx.fetch_optional(&bind_fields(q, f)).await
+    bind_fields(q, f)
 }
 
 /// Soft-deletes an appointment: sets `deleted_at` and `updated_at`. `None` when it was deleted

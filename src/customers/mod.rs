@@ -20,7 +20,7 @@ use crate::{
     auth::{Caller, Writer},
     change::Change,
     conditional::{IfMatch, One},
-    db::now_micros,
+    db::{DbError, now_micros},
     error::{ApiError, FieldErrors, Problem},
     extract::{JsonBody, path_id},
     listing::{ListQuery, ListSpec, Page, RequestUrl},
@@ -207,10 +207,14 @@ async fn create_customer(
         scope::body_shop(&state.db, &caller, Some(fields.shop_id), &mut reader.errors).await?;
     }
     reader.errors.into_result()?;
-    let mut change = Change::begin(&state.db, caller.company_id).await?;
-    let customer = Customer::from(store::insert(change.tx(), caller.company_id, &fields, now_micros()).await.map_err(unique_as_invalid("customer_number"))?);
-    change.record("customer.created", Some(customer.shop_id), &customer)?;
-    change.commit_created(format!("/api/v1/customers/{}", customer.customer_id), customer).await
+    let change = Change::begin(&state.db, caller.company_id).await?;
+    change
+        .finish_with(store::insert_query(caller.company_id, &fields, now_micros()), |row: Result<Option<CustomerRow>, DbError>, outbox| {
+            let customer = Customer::from(row.map_err(unique_as_invalid("customer_number"))?.ok_or(DbError::NoRow)?);
+            outbox.record("customer.created", Some(customer.shop_id), &customer)?;
+            outbox.created(format!("/api/v1/customers/{}", customer.customer_id), customer)
+        })
+        .await
 }
 
 /// Update a customer (`write` or `admin` key). Omitted fields keep their value.
@@ -233,15 +237,14 @@ async fn update_customer(
     reader.errors.into_result()?;
     let mut change = Change::begin(&state.db, caller.company_id).await?;
     if_match.verify::<Customer, _>(&current, store::find(change.tx(), caller.company_id, id)).await?;
-    let customer = Customer::from(
-        store::update(change.tx(), caller.company_id, id, &fields)
-            .await
-            .map_err(unique_as_invalid("customer_number"))?
-            .ok_or_else(|| ApiError::not_found("Customer"))?,
-    );
-    change.record("customer.updated", Some(customer.shop_id), &customer)?;
-    change.commit().await?;
-    Ok(One(customer))
+    change
+        .finish_with(store::update_query(caller.company_id, id, &fields), |row: Result<Option<CustomerRow>, DbError>, outbox| {
+            let row = row.map_err(unique_as_invalid("customer_number"))?.ok_or_else(|| ApiError::not_found("Customer"))?;
+            let customer = Customer::from(row);
+            outbox.record("customer.updated", Some(customer.shop_id), &customer)?;
+            Ok(One(customer))
+        })
+        .await
 }
 
 /// A customer of the caller's company in a shop the key may see, from a path id; else 404.

@@ -233,7 +233,8 @@ const VALUE_COLUMNS: [&str; 28] = [
     "first_name_key", "last_name_key", "business_name_key", "address_key", "phone_digits",
 ];
 
-fn insert_query(company_id: i64, f: &CustomerFields, now: i64) -> Query {
+/// The `INSERT` of a customer, returning its row (`DbError::Unique` on a taken number).
+pub fn insert_query(company_id: i64, f: &CustomerFields, now: i64) -> Query {
     let placeholders: Vec<String> = (3..3 + VALUE_COLUMNS.len()).map(|n| format!("${n}")).collect();
     let q = Query::new(format!(
         "INSERT INTO customers (company_id, created_at, updated_at, {}) VALUES ($1, $2, $2, {}) RETURNING {COLUMNS}",
@@ -265,6 +266,11 @@ pub async fn insert(tx: &mut Tx, company_id: i64, f: &CustomerFields, now: i64) 
 
 /// `Err(DbError::Unique)` on a duplicate `customer_number`; `None` when no such customer.
 pub async fn update(tx: &mut Tx, company_id: i64, id: i64, f: &CustomerFields) -> Result<Option<CustomerRow>, DbError> {
+    tx.fetch_optional(&update_query(company_id, id, f)).await
+}
+
+/// The `UPDATE` of a customer to `f`, returning its row (none when there is no such customer).
+pub fn update_query(company_id: i64, id: i64, f: &CustomerFields) -> Query {
     let sets: Vec<String> = VALUE_COLUMNS.iter().enumerate().map(|(i, c)| format!("{c} = ${}", i + 4)).collect();
     let q = Query::new(format!(
         "UPDATE customers SET updated_at = $3, {} WHERE company_id = $1 AND id = $2 RETURNING {COLUMNS}",
@@ -273,7 +279,7 @@ pub async fn update(tx: &mut Tx, company_id: i64, id: i64, f: &CustomerFields) -
     .bind(company_id)
     .bind(id)
     .bind(now_micros());
-    tx.fetch_optional(&bind_fields(q, f)).await
+    bind_fields(q, f)
 }
 
 #[cfg(test)]

@@ -303,7 +303,7 @@ impl Tx {
     /// Runs `last`'s statements and commits. On SQLite they run on the writer thread in the
     /// commit's own hand-off (each statement of a `Tx` otherwise costs one); on PostgreSQL they
     /// are sent one by one before `COMMIT`.
-    pub async fn commit_with<F: Finish>(mut self, last: F) -> Result<F::Output, DbError> {
+    pub async fn commit_with<F: Finish>(mut self, last: F) -> Result<F::Output, F::Error> {
         match self {
             Tx::Sqlite(tx) => tx.commit_with(move |conn| last.run_blocking(conn)).await,
             Tx::Postgres(_) => {
@@ -333,10 +333,12 @@ impl Tx {
 /// [`Tx::commit_with`]).
 pub trait Finish: Send + 'static {
     type Output: Send + 'static;
+    /// Any error rolls the transaction back.
+    type Error: From<DbError> + Send + 'static;
     /// On SQLite's writer thread, with its connection.
-    fn run_blocking(self, conn: &rusqlite::Connection) -> Result<Self::Output, DbError>;
+    fn run_blocking(self, conn: &rusqlite::Connection) -> Result<Self::Output, Self::Error>;
     /// Statement by statement on an open transaction (PostgreSQL).
-    fn run(self, tx: &mut Tx) -> impl std::future::Future<Output = Result<Self::Output, DbError>> + Send;
+    fn run(self, tx: &mut Tx) -> impl std::future::Future<Output = Result<Self::Output, Self::Error>> + Send;
 }
 
 /// Where a store reads one row: the database, or an open transaction, where the row is locked

@@ -171,6 +171,11 @@ async fn updates_keep_omitted_fields(backend: Backend) {
     // A PUT is validated like a create, but only for what it sends.
     let other = create_customer(&app, key, shop, "Bo", "Ray", json!({"customer_number": "N2"})).await;
     app.put(key, &format!("/api/v1/customers/{other}"), json!({"customer_number": "N1"})).await.invalid("customer_number");
+    // The refused write rolled back whole: no change, and no event for it.
+    assert_eq!(app.get(key, &format!("/api/v1/customers/{other}")).await.body["customer_number"], "N2");
+    let updates = app.get(key, "/api/v1/events?filter[type]=customer.updated&limit=1000").await.body;
+    let other_updates = updates["data"].as_array().unwrap().iter().filter(|e| e["data"]["customer_id"].as_i64() == Some(other)).count();
+    assert_eq!(other_updates, 0, "{updates}");
     let r = app.put(key, &path, json!({"last_name": " ", "email": "bad", "shop_id": 999_999})).await;
     for field in ["last_name", "email", "shop_id"] {
         r.invalid(field);

@@ -3,6 +3,7 @@
 //! connection and cached; rows are decoded on the thread that reads them, straight into the
 //! row types, so a page crosses threads once, not once per row.
 
+mod checkpoint;
 mod migrate;
 mod reader;
 mod writer;
@@ -66,6 +67,15 @@ fn open_writer(path: &Path) -> rusqlite::Result<Connection> {
     conn.pragma_update(None, "cache_size", -WRITER_CACHE_KIB)?;
     conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
     plan_once(&conn)?;
+    checkpoint::report_wal_size(&conn)?;
+    Ok(conn)
+}
+
+/// The checkpointer's connection (see [`checkpoint`]).
+fn open_checkpointer(path: &Path) -> rusqlite::Result<Connection> {
+    let conn = Connection::open(path)?;
+    conn.busy_timeout(BUSY_TIMEOUT)?;
+    conn.pragma_update(None, "synchronous", "FULL")?;
     Ok(conn)
 }
 
@@ -98,7 +108,8 @@ impl SqliteDb {
         let path = path_of(url)?;
         let writer = open_writer(&path).with_context(|| format!("opening SQLite database {}", path.display()))?;
         let (jobs, queue) = mpsc::channel(4 * MAX_GROUP);
-        writer::start(writer, queue).context("starting the SQLite writer thread")?;
+        let checkpointer = checkpoint::Checkpointer::start(&path, open_checkpointer).context("starting the SQLite checkpointer")?;
+        writer::start(writer, queue, checkpointer).context("starting the SQLite writer thread")?;
         let readers = reader::Readers::open(readers.max(1) as usize, || open_reader(&path))
             .with_context(|| format!("opening SQLite database {} for reading", path.display()))?;
         let readers = Arc::new(readers);
@@ -205,8 +216,12 @@ impl SqliteDb {
 
 /// Runs `work`, turning a panic into an error for its caller (the writer thread lives on).
 fn guarded<T>(conn: &Connection, work: impl FnOnce(&Connection) -> Result<T, DbError>) -> Result<T, DbError> {
+    guarded_with(conn, work)
+}
+
+fn guarded_with<T, E: From<DbError>>(conn: &Connection, work: impl FnOnce(&Connection) -> Result<T, E>) -> Result<T, E> {
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work(conn)))
-        .unwrap_or_else(|_| Err(DbError::Other("a statement panicked on the SQLite writer".into())))
+        .unwrap_or_else(|_| Err(DbError::Other("a statement panicked on the SQLite writer".into()).into()))
 }
 
 pub(super) fn closed() -> DbError {
@@ -243,15 +258,16 @@ impl SqliteTx {
     /// Runs `last` as the transaction's final statements and commits, in one hand-off to the
     /// writer instead of one per statement; answered with what `last` returned once the group
     /// holding this transaction is on disk.
-    pub async fn commit_with<T, F>(self, last: F) -> Result<T, DbError>
+    pub async fn commit_with<T, E, F>(self, last: F) -> Result<T, E>
     where
         T: Send + 'static,
-        F: FnOnce(&Connection) -> Result<T, DbError> + Send + 'static,
+        E: From<DbError> + Send + 'static,
+        F: FnOnce(&Connection) -> Result<T, E> + Send + 'static,
     {
-        let (reply, answer) = oneshot::channel::<Result<T, DbError>>();
-        let command = Command::CommitWith(Box::new(move |conn| match guarded(conn, last) {
+        let (reply, answer) = oneshot::channel::<Result<T, E>>();
+        let command = Command::CommitWith(Box::new(move |conn| match guarded_with(conn, last) {
             Ok(value) => Some(Box::new(move |outcome: Result<(), DbError>| {
-                let _ = reply.send(outcome.map(|()| value));
+                let _ = reply.send(outcome.map(|()| value).map_err(E::from));
             }) as writer::Answer),
             Err(e) => {
                 let _ = reply.send(Err(e));

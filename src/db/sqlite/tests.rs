@@ -125,3 +125,31 @@ async fn a_long_read_leaves_the_runtime_thread_and_still_answers_in_full() {
     assert_eq!(db.fetch_optional::<(i64,)>(&slow_sum(10)).await.unwrap().unwrap().0, 55);
     let _ = std::fs::remove_file(path);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_wal_is_checkpointed_off_the_writer() {
+    let (db, path) = temp_db().await;
+    let main_file = || std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+    let before = main_file();
+    // About 3,000 pages of rows: past the WAL size that wakes the checkpointer. The writer's
+    // own automatic checkpoints are off, so only the checkpointer moves them into the file.
+    let filler = "x".repeat(4000);
+    for chunk in 0..30 {
+        let mut tasks = Vec::new();
+        for i in 0..100 {
+            let db = db.clone();
+            let v = format!("{chunk}-{i}-{filler}");
+            tasks.push(tokio::spawn(async move { db.execute(&insert(&v)).await }));
+        }
+        for t in tasks {
+            t.await.unwrap().unwrap();
+        }
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while main_file() < before + 8_000_000 && std::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert!(main_file() >= before + 8_000_000, "the database file holds {} bytes after 12 MB of writes", main_file());
+    assert_eq!(count(&db).await, 3000);
+    let _ = std::fs::remove_file(path);
+}

@@ -20,6 +20,7 @@ use std::{
 use rusqlite::Connection;
 use tokio::sync::{mpsc, oneshot};
 
+use super::checkpoint::Checkpointer;
 use crate::db::DbError;
 
 /// The most jobs one commit carries.
@@ -55,8 +56,9 @@ pub enum Command {
     CommitWith(Box<dyn FnOnce(&Connection) -> Option<Answer> + Send>),
 }
 
-/// Starts the writer thread; it ends when every sender of `jobs` is gone.
-pub fn start(mut conn: Connection, mut jobs: mpsc::Receiver<Job>) -> std::io::Result<std::thread::JoinHandle<()>> {
+/// Starts the writer thread; it ends when every sender of `jobs` is gone (and stops the
+/// checkpointer it signals after each commit).
+pub fn start(mut conn: Connection, mut jobs: mpsc::Receiver<Job>, checkpointer: Checkpointer) -> std::io::Result<std::thread::JoinHandle<()>> {
     std::thread::Builder::new().name("sqlite-writer".into()).spawn(move || {
         let mut pending = None;
         while let Some(job) = pending.take().or_else(|| jobs.blocking_recv()) {
@@ -68,6 +70,7 @@ pub fn start(mut conn: Connection, mut jobs: mpsc::Receiver<Job>) -> std::io::Re
                 }
                 job => pending = run_group(&conn, job, &mut jobs),
             }
+            checkpointer.after_commit();
         }
     })
 }
