@@ -139,7 +139,27 @@ impl Change {
     /// busy runtime before). `respond` runs on the writer's thread there: plain Rust, no I/O.
     /// An error from `respond` rolls the whole change back. Every change that finishes this
     /// way records an event (the feed's streams are told of one).
-    pub async fn finish_with<R, T, F>(mut self, q: Query, respond: F) -> Result<T, ApiError>
+    pub async fn finish_with<R, T, F>(self, q: Query, respond: F) -> Result<T, ApiError>
+    where
+        R: FromRow + Send + 'static,
+        T: Send + 'static,
+        F: FnOnce(Result<Option<R>, DbError>, &mut Outbox) -> Result<T, ApiError> + Send + 'static,
+    {
+        self.finish(q, None, respond).await
+    }
+
+    /// [`Change::finish_with`] for an optimistic write `q`: when it returns no row, `otherwise`
+    /// runs in its place, and `respond` gets that one's outcome.
+    pub async fn finish_with_fallback<R, T, F>(self, (q, otherwise): (Query, Query), respond: F) -> Result<T, ApiError>
+    where
+        R: FromRow + Send + 'static,
+        T: Send + 'static,
+        F: FnOnce(Result<Option<R>, DbError>, &mut Outbox) -> Result<T, ApiError> + Send + 'static,
+    {
+        self.finish(q, Some(otherwise), respond).await
+    }
+
+    async fn finish<R, T, F>(mut self, q: Query, otherwise: Option<Query>, respond: F) -> Result<T, ApiError>
     where
         R: FromRow + Send + 'static,
         T: Send + 'static,
@@ -147,7 +167,7 @@ impl Change {
     {
         let slot = idempotency::current();
         self.tx.notify(events::CHANNEL, self.outbox.company_id.to_string()).await?;
-        let last = LastWrite { q, respond, outbox: self.outbox, slot: slot.clone(), row: std::marker::PhantomData };
+        let last = LastWrite { q, otherwise, respond, outbox: self.outbox, slot: slot.clone(), row: std::marker::PhantomData };
         let (value, queued, stored_answer) = self.tx.commit_with(last).await?;
         finished(slot.filter(|_| stored_answer), queued);
         Ok(value)
@@ -168,6 +188,8 @@ fn finished(stored_answer: Option<idempotency::Slot>, queued: usize) {
 /// outbox's statements.
 struct LastWrite<R, F> {
     q: Query,
+    /// Runs when `q` returns no row.
+    otherwise: Option<Query>,
     respond: F,
     outbox: Outbox,
     slot: Option<idempotency::Slot>,
@@ -185,14 +207,22 @@ where
     type Error = ApiError;
 
     fn run_blocking(mut self, conn: &rusqlite::Connection) -> Result<Self::Output, ApiError> {
-        let value = (self.respond)(sqlite::fetch_optional(conn, &self.q), &mut self.outbox)?;
+        let mut row = sqlite::fetch_optional(conn, &self.q);
+        if let (Ok(None), Some(otherwise)) = (&row, &self.otherwise) {
+            row = sqlite::fetch_optional(conn, otherwise);
+        }
+        let value = (self.respond)(row, &mut self.outbox)?;
         let stores_answer = self.slot.is_some() && self.outbox.replay.is_some();
         let queued = self.outbox.last_statements(self.slot).run_blocking(conn)?;
         Ok((value, queued, stores_answer))
     }
 
     async fn run(mut self, tx: &mut Tx) -> Result<Self::Output, ApiError> {
-        let value = (self.respond)(tx.fetch_optional(&self.q).await, &mut self.outbox)?;
+        let mut row = tx.fetch_optional(&self.q).await;
+        if let (Ok(None), Some(otherwise)) = (&row, &self.otherwise) {
+            row = tx.fetch_optional(otherwise).await;
+        }
+        let value = (self.respond)(row, &mut self.outbox)?;
         let stores_answer = self.slot.is_some() && self.outbox.replay.is_some();
         let queued = self.outbox.last_statements(self.slot).run(tx).await?;
         Ok((value, queued, stores_answer))

@@ -238,7 +238,7 @@ async fn update_customer(
     let mut change = Change::begin(&state.db, caller.company_id).await?;
     if_match.verify::<Customer, _>(&current, store::find(change.tx(), caller.company_id, id)).await?;
     change
-        .finish_with(store::update_query(caller.company_id, id, &fields), |row: Result<Option<CustomerRow>, DbError>, outbox| {
+        .finish_with_fallback(store::update_queries(caller.company_id, id, &current.fields, &fields), |row: Result<Option<CustomerRow>, DbError>, outbox| {
             let row = row.map_err(unique_as_invalid("customer_number"))?.ok_or_else(|| ApiError::not_found("Customer"))?;
             let customer = Customer::from(row);
             outbox.record("customer.updated", Some(customer.shop_id), &customer)?;

@@ -269,6 +269,31 @@ pub async fn update(tx: &mut Tx, company_id: i64, id: i64, f: &CustomerFields) -
     tx.fetch_optional(&update_query(company_id, id, f)).await
 }
 
+/// The `UPDATE` of a customer read as `read` to `f`, for [`crate::change::Change::finish_with`]:
+/// the first statement sets only the columns whose value changes (an index, or the search
+/// index, over untouched columns is then not rewritten: the update did half the work), and
+/// applies only while every other column still holds what was read; when the row changed
+/// since (or is gone), the second sets every column, as a full update always did.
+pub fn update_queries(company_id: i64, id: i64, read: &CustomerFields, f: &CustomerFields) -> (Query, Query) {
+    let new = bind_fields(Query::new(""), f).into_args();
+    let old = bind_fields(Query::new(""), read).into_args();
+    let mut q = Query::new("UPDATE customers SET updated_at = $3").bind(company_id).bind(id).bind(now_micros());
+    let mut unchanged = Vec::new();
+    for ((column, new), old) in VALUE_COLUMNS.iter().zip(new).zip(old) {
+        if new == old {
+            unchanged.push((column, old));
+        } else {
+            q.push(", ").push(column).push(" = ").push_bind(new);
+        }
+    }
+    q.push(" WHERE company_id = $1 AND id = $2");
+    for (column, value) in unchanged {
+        q.push(" AND ").push(column).push(" IS NOT DISTINCT FROM ").push_bind(value);
+    }
+    q.push(&format!(" RETURNING {COLUMNS}"));
+    (q, update_query(company_id, id, f))
+}
+
 /// The `UPDATE` of a customer to `f`, returning its row (none when there is no such customer).
 pub fn update_query(company_id: i64, id: i64, f: &CustomerFields) -> Query {
     let sets: Vec<String> = VALUE_COLUMNS.iter().enumerate().map(|(i, c)| format!("{c} = ${}", i + 4)).collect();

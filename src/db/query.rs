@@ -5,7 +5,7 @@
 //! (numbered positional parameters): the same text runs on either database.
 
 /// One bound value. Typed nulls keep PostgreSQL's parameter inference happy.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Arg {
     I64(Option<i64>),
     F64(Option<f64>),
@@ -112,6 +112,11 @@ impl Query {
     /// The bound values, in placeholder order (the benchmark renders statements for pgbench).
     pub fn args(&self) -> &[Arg] {
         &self.args
+    }
+
+    /// The bound values, taken.
+    pub fn into_args(self) -> Vec<Arg> {
+        self.args
     }
 }
 

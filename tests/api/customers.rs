@@ -8,6 +8,7 @@ crate::backend_tests!(
     creates_customers_with_defaults_and_both_phone_shapes,
     reports_every_invalid_customer_field,
     updates_keep_omitted_fields,
+    a_partial_update_applies_only_to_the_row_it_read,
     filters_customers,
     sorts_and_paginates_customers,
     adds_details_for_the_whole_page,
@@ -399,4 +400,48 @@ async fn documents_customer_routes(backend: Backend) {
     let mut required: Vec<&str> = schemas["ShipToInput"]["required"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
     required.sort();
     assert_eq!(required, vec!["address", "cell_phone", "city", "email", "fax", "home_phone", "name", "number", "state", "work_phone", "zip"]);
+}
+
+/// A PUT sets only the columns it changes, and only while the row still holds what the handler
+/// read; otherwise the full update runs (the request's values over its read, as always).
+async fn a_partial_update_applies_only_to_the_row_it_read(backend: Backend) {
+    use autoshop::customers::store::{self, CustomerRow};
+    let app = TestApp::spawn(backend).await;
+    let key = &app.admin_key;
+    let shop = app.create_shop(key, "A", "UTC").await;
+    let id = create_customer(&app, key, shop, "Ann", "Lee", json!({"phone": {"cell": "555-0101"}})).await;
+    let read = store::find(&app.db, app.company_id, id).await.unwrap().unwrap().fields;
+    let mut wanted = read.clone();
+    wanted.cell_phone = "555-0909".into();
+
+    // The row changed after the read: the partial statement leaves it alone, the full one runs.
+    app.put(key, &format!("/api/v1/customers/{id}"), json!({"first_name": "Bea"})).await.ok();
+    let (partial, full) = store::update_queries(app.company_id, id, &read, &wanted);
+    let mut tx = app.db.begin().await.unwrap();
+    assert!(tx.fetch_optional::<CustomerRow>(&partial).await.unwrap().is_none(), "applied to a row it did not read");
+    let row = tx.fetch_optional::<CustomerRow>(&full).await.unwrap().unwrap();
+    assert_eq!((row.fields.first_name.as_str(), row.fields.cell_phone.as_str()), ("Ann", "555-0909"));
+    drop(tx);
+
+    // On the row as read, the partial statement applies and keeps every other column.
+    let read = store::find(&app.db, app.company_id, id).await.unwrap().unwrap().fields;
+    let mut wanted = read.clone();
+    wanted.cell_phone = "555-0707".into();
+    let (partial, _) = store::update_queries(app.company_id, id, &read, &wanted);
+    let mut tx = app.db.begin().await.unwrap();
+    let row = tx.fetch_optional::<CustomerRow>(&partial).await.unwrap().unwrap();
+    assert_eq!(row.fields.first_name, "Bea");
+    assert_eq!(row.fields.cell_phone, "555-0707");
+    drop(tx);
+
+    // Through the API: the search index follows a changed phone, and not an unchanged one.
+    app.put(key, &format!("/api/v1/customers/{id}"), json!({"phone": {"cell": "555-0303"}})).await.ok();
+    let found = |term: &'static str| {
+        let app = &app;
+        async move { app.get(key, &format!("/api/v1/customers?filter[phone]={term}")).await.body["meta"]["total"].as_i64() }
+    };
+    assert_eq!(found("5550303").await, Some(1));
+    assert_eq!(found("5550101").await, Some(0));
+    app.put(key, &format!("/api/v1/customers/{id}"), json!({"comments": "called"})).await.ok();
+    assert_eq!(found("5550303").await, Some(1));
 }

@@ -5,13 +5,23 @@
 //! behind it waits (a fifth of the writer's time under customer updates, and a stall of
 //! milliseconds each time). Here the writer only reports the WAL's size after each commit; past
 //! [`WAL_PAGES`] this thread runs a `PASSIVE` checkpoint on its own connection, which never
-//! blocks the writer or the readers. The writer starts the WAL over from its beginning by
-//! itself once a checkpoint has copied all of it.
+//! blocks the writer or the readers.
+//!
+//! SQLite starts the WAL over from its beginning (instead of growing the file) only when a
+//! write transaction begins with every frame already copied, which under steady writes the
+//! checkpointer alone never achieves: frames keep arriving while it copies. So after each of
+//! its checkpoints the writer, before its next group, copies the few frames added meanwhile
+//! ([`Checkpointer::finish_tail`]); its transaction then begins on a fully copied WAL and
+//! restarts it. Without that, the WAL grew past 150 MB in a minute of customer updates and every
+//! commit paid for new file blocks.
 
 use std::{
     cell::Cell,
     path::Path,
-    sync::{Arc, Condvar, Mutex},
+    sync::{
+        Arc, Condvar, Mutex,
+        atomic::{AtomicBool, Ordering},
+    },
     time::Duration,
 };
 
@@ -19,6 +29,10 @@ use rusqlite::Connection;
 
 /// WAL size (pages) past which a checkpoint runs: SQLite's own default.
 const WAL_PAGES: i32 = 1000;
+/// WAL size (pages) past which the writer itself makes sure the WAL starts over.
+const WAL_LIMIT_PAGES: i32 = 4 * WAL_PAGES;
+/// How long the writer waits for readers to let the WAL start over.
+const RESTART_WAIT: Duration = Duration::from_millis(50);
 /// A checkpoint also runs this often while the WAL holds anything (a safety net).
 const IDLE_WAKE: Duration = Duration::from_secs(5);
 
@@ -28,9 +42,17 @@ struct State {
     stop: bool,
 }
 
+#[derive(Default)]
+struct Shared {
+    state: Mutex<State>,
+    wake: Condvar,
+    /// Set after each checkpoint: the writer copies what arrived meanwhile.
+    tail_due: AtomicBool,
+}
+
 /// The handle the writer signals; stops the thread when dropped.
 pub struct Checkpointer {
-    shared: Arc<(Mutex<State>, Condvar)>,
+    shared: Arc<Shared>,
 }
 
 thread_local! {
@@ -54,7 +76,7 @@ impl Checkpointer {
     /// Opens a connection of its own on `path` and starts the thread.
     pub fn start(path: &Path, open: impl FnOnce(&Path) -> rusqlite::Result<Connection>) -> anyhow::Result<Checkpointer> {
         let conn = open(path)?;
-        let shared: Arc<(Mutex<State>, Condvar)> = Arc::default();
+        let shared: Arc<Shared> = Arc::default();
         let theirs = shared.clone();
         std::thread::Builder::new().name("sqlite-checkpoint".into()).spawn(move || run(&conn, &theirs))?;
         Ok(Checkpointer { shared })
@@ -64,23 +86,48 @@ impl Checkpointer {
     /// WAL grew past [`WAL_PAGES`].
     pub fn after_commit(&self) {
         if WAL_SIZE.with(Cell::get) >= WAL_PAGES {
-            let (state, wake) = &*self.shared;
-            state.lock().unwrap_or_else(|e| e.into_inner()).due = true;
-            wake.notify_one();
+            self.shared.state.lock().unwrap_or_else(|e| e.into_inner()).due = true;
+            self.shared.wake.notify_one();
+        }
+    }
+
+    /// Called by the writer between groups, on its connection: after a checkpoint, copies the
+    /// frames written while it ran, so the next group can start the WAL over. Readers that
+    /// began before the last commit keep the frames they may need from being copied, and under
+    /// steady reads one nearly always has; so past [`WAL_LIMIT_PAGES`] the writer waits for them
+    /// to move on (at most [`RESTART_WAIT`], once per 16 MB of writes: a long read, an export,
+    /// must not stall every write) and the WAL starts over.
+    pub fn finish_tail(&self, conn: &Connection) {
+        if WAL_SIZE.with(Cell::get) >= WAL_LIMIT_PAGES {
+            WAL_SIZE.with(|size| size.set(0));
+            self.shared.tail_due.store(false, Ordering::Relaxed);
+            let waited = conn.busy_timeout(RESTART_WAIT).is_ok();
+            checkpoint(conn, "RESTART");
+            if waited && let Err(e) = conn.busy_timeout(super::BUSY_TIMEOUT) {
+                tracing::error!(error = %e, "could not restore the SQLite writer's busy timeout");
+            }
+        } else if self.shared.tail_due.swap(false, Ordering::Relaxed) {
+            checkpoint(conn, "PASSIVE");
         }
     }
 }
 
 impl Drop for Checkpointer {
     fn drop(&mut self) {
-        let (state, wake) = &*self.shared;
-        state.lock().unwrap_or_else(|e| e.into_inner()).stop = true;
-        wake.notify_one();
+        self.shared.state.lock().unwrap_or_else(|e| e.into_inner()).stop = true;
+        self.shared.wake.notify_one();
     }
 }
 
-fn run(conn: &Connection, shared: &(Mutex<State>, Condvar)) {
-    let (state, wake) = shared;
+/// `PRAGMA wal_checkpoint(mode)`: when readers held it up it reports busy (the next one retries).
+fn checkpoint(conn: &Connection, mode: &str) {
+    if let Err(e) = conn.query_row(&format!("PRAGMA wal_checkpoint({mode})"), [], |_| Ok(())) {
+        tracing::warn!(error = %e, "SQLite checkpoint failed; the next one retries");
+    }
+}
+
+fn run(conn: &Connection, shared: &Shared) {
+    let (state, wake) = (&shared.state, &shared.wake);
     loop {
         {
             let mut s = state.lock().unwrap_or_else(|e| e.into_inner());
@@ -92,8 +139,7 @@ fn run(conn: &Connection, shared: &(Mutex<State>, Condvar)) {
             }
             s.due = false;
         }
-        if let Err(e) = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(())) {
-            tracing::warn!(error = %e, "SQLite checkpoint failed; the next one retries");
-        }
+        checkpoint(conn, "PASSIVE");
+        shared.tail_due.store(true, Ordering::Relaxed);
     }
 }

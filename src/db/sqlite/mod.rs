@@ -30,7 +30,7 @@ const STATEMENT_CACHE: usize = 256;
 /// on the 1M-row data set and took the loaded RSS from 95-106 MB to 68 MB.
 const WRITER_CACHE_KIB: i64 = 16_000;
 const READER_CACHE_KIB: i64 = 2_000;
-const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+pub(super) const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
 pub struct SqliteDb {
     path: PathBuf,

@@ -153,3 +153,38 @@ async fn the_wal_is_checkpointed_off_the_writer() {
     assert_eq!(count(&db).await, 3000);
     let _ = std::fs::remove_file(path);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_wal_starts_over_under_steady_writes_and_reads() {
+    let (db, path) = temp_db().await;
+    let wal = path.with_file_name(format!("{}-wal", path.file_name().unwrap().to_string_lossy()));
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let reader = {
+        let (db, stop) = (db.clone(), stop.clone());
+        tokio::spawn(async move {
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                count(&db).await;
+            }
+        })
+    };
+    // 32 MB of rows, 8 times the WAL size that wakes the checkpointer, written without a pause.
+    let filler = "y".repeat(4000);
+    let mut largest_wal = 0;
+    for chunk in 0..80 {
+        let mut tasks = Vec::new();
+        for i in 0..100 {
+            let db = db.clone();
+            let v = format!("{chunk}-{i}-{filler}");
+            tasks.push(tokio::spawn(async move { db.execute(&insert(&v)).await }));
+        }
+        for t in tasks {
+            t.await.unwrap().unwrap();
+        }
+        largest_wal = largest_wal.max(std::fs::metadata(&wal).map(|m| m.len()).unwrap_or(0));
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    reader.await.unwrap();
+    assert_eq!(count(&db).await, 8000);
+    assert!(largest_wal < 24_000_000, "the WAL grew to {largest_wal} bytes for 32 MB of writes");
+    let _ = std::fs::remove_file(path);
+}

@@ -68,7 +68,10 @@ pub fn start(mut conn: Connection, mut jobs: mpsc::Receiver<Job>, checkpointer: 
                         tracing::error!("a task on the SQLite writer panicked");
                     }
                 }
-                job => pending = run_group(&conn, job, &mut jobs),
+                job => {
+                    checkpointer.finish_tail(&conn);
+                    pending = run_group(&conn, job, &mut jobs);
+                }
             }
             checkpointer.after_commit();
         }
