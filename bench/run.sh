@@ -184,7 +184,8 @@ post_keyed:post_keyed:
 put_customer:put:
 get_customer:one:
 get_customer_inm:one_conditional:
-events_page:path:/api/v1/events?limit=100"
+events_page:path:/api/v1/events?limit=100
+appts_page100:path:/api/v1/appointments?pageSize=100"
 cases_filter=${BENCH_CASES:-}
 if [ -n "$cases_filter" ]; then
   load_cases=$(grep -E "^($cases_filter):" <<< "$load_cases" || true)
@@ -240,7 +241,7 @@ for backend in $backends; do
 
     if [ "$name" = main ]; then
       # Capture the bodies the static ceiling serves: same size as the real responses.
-      for body in page:/api/v1/appointments appts_details:/api/v1/appointments?with_details=true cust_details:/api/v1/customers?with_details=true; do
+      for body in page:/api/v1/appointments appts_details:/api/v1/appointments?with_details=true cust_details:/api/v1/customers?with_details=true events:/api/v1/events?limit=100; do
         check_2xx "${body#*:}"
         cp "$data_dir/check.json" "$data_dir/body-$backend-${body%%:*}.json"
       done
@@ -251,7 +252,7 @@ for backend in $backends; do
       done
       stop_app
       [ -n "$cases_filter" ] && continue
-      for body in page appts_details cust_details; do
+      for body in page appts_details cust_details events; do
         start_static "$data_dir/body-$backend-$body.json"
         for c in $conns; do
           run_wrk "$backend" "$name" "static_$body" "$c" "$duration" "$static_port" "$static_pid" path /

@@ -9,7 +9,7 @@ pub mod retention;
 pub mod store;
 mod stream;
 
-use axum::{Json, extract::State};
+use axum::{extract::State, response::Response};
 use serde::{Serialize, Serializer, ser::SerializeStruct};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::{router::OpenApiRouter, routes};
@@ -169,7 +169,7 @@ pub const MAX_LIMIT: i64 = 1000;
         (status = 404, body = Problem, description = "Unknown or out-of-scope shop"),
         (status = 410, body = Problem, description = "`after` is older than the retention window"),
         (status = 422, body = Problem, description = "Invalid parameter")))]
-async fn list_events(State(state): State<AppState>, caller: Caller, params: QueryParams) -> Result<Json<EventPage>, ApiError> {
+async fn list_events(State(state): State<AppState>, caller: Caller, params: QueryParams) -> Result<Response, ApiError> {
     let request = FeedRequest::parse(&state, &caller, &params).await?;
     let after = match request.after {
         Some(after) => after,
@@ -177,8 +177,10 @@ async fn list_events(State(state): State<AppState>, caller: Caller, params: Quer
     };
     let rows = store::page(&state.db, caller.company_id, after, &request.filter, request.limit).await?;
     let next_after = rows.last().map(EventRow::position).or(request.after).map(Position::to_event_id);
+    // The events' data as stored, plus their envelopes: the page's size, to fill one buffer.
+    let size = 64 + rows.iter().map(|r| r.data.len() + 160).sum::<usize>();
     let data = rows.into_iter().map(|r| Event::from_row(caller.company_id, r)).collect();
-    Ok(Json(EventPage { data, next_after }))
+    Ok(crate::respond::json_ok(&EventPage { data, next_after }, size))
 }
 
 /// A validated feed request (shared by the feed and the stream).
