@@ -30,6 +30,7 @@ const STATEMENT_CACHE: usize = 256;
 /// on the 1M-row data set and took the loaded RSS from 95-106 MB to 68 MB.
 const WRITER_CACHE_KIB: i64 = 16_000;
 const READER_CACHE_KIB: i64 = 2_000;
+const WAL_FILE_LIMIT_BYTES: i64 = 64 * 1024 * 1024;
 pub(super) const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
 pub struct SqliteDb {
@@ -65,6 +66,8 @@ fn open_writer(path: &Path) -> rusqlite::Result<Connection> {
     conn.pragma_update(None, "foreign_keys", true)?;
     conn.pragma_update(None, "temp_store", "MEMORY")?;
     conn.pragma_update(None, "cache_size", -WRITER_CACHE_KIB)?;
+    // A WAL that grew (a long read held its frames) is cut back when it starts over.
+    conn.pragma_update(None, "journal_size_limit", WAL_FILE_LIMIT_BYTES)?;
     conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
     plan_once(&conn)?;
     checkpoint::report_wal_size(&conn)?;

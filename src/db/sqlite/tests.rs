@@ -126,6 +126,25 @@ async fn a_long_read_leaves_the_runtime_thread_and_still_answers_in_full() {
     let _ = std::fs::remove_file(path);
 }
 
+/// 100 concurrent inserts of about a page each (4 kB), numbered by `chunk`.
+async fn write_page_sized_rows(db: &Db, chunk: usize) {
+    write_rows(db, chunk, 4000).await;
+}
+
+/// 100 concurrent inserts of `bytes` each, numbered by `chunk`.
+async fn write_rows(db: &Db, chunk: usize, bytes: usize) {
+    let filler = "x".repeat(bytes);
+    let mut tasks = Vec::new();
+    for i in 0..100 {
+        let db = db.clone();
+        let v = format!("{chunk}-{i}-{filler}");
+        tasks.push(tokio::spawn(async move { db.execute(&insert(&v)).await }));
+    }
+    for t in tasks {
+        t.await.unwrap().unwrap();
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_wal_is_checkpointed_off_the_writer() {
     let (db, path) = temp_db().await;
@@ -133,17 +152,8 @@ async fn the_wal_is_checkpointed_off_the_writer() {
     let before = main_file();
     // About 3,000 pages of rows: past the WAL size that wakes the checkpointer. The writer's
     // own automatic checkpoints are off, so only the checkpointer moves them into the file.
-    let filler = "x".repeat(4000);
     for chunk in 0..30 {
-        let mut tasks = Vec::new();
-        for i in 0..100 {
-            let db = db.clone();
-            let v = format!("{chunk}-{i}-{filler}");
-            tasks.push(tokio::spawn(async move { db.execute(&insert(&v)).await }));
-        }
-        for t in tasks {
-            t.await.unwrap().unwrap();
-        }
+        write_page_sized_rows(&db, chunk).await;
     }
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     while main_file() < before + 8_000_000 && std::time::Instant::now() < deadline {
@@ -168,23 +178,42 @@ async fn the_wal_starts_over_under_steady_writes_and_reads() {
         })
     };
     // 32 MB of rows, 8 times the WAL size that wakes the checkpointer, written without a pause.
-    let filler = "y".repeat(4000);
     let mut largest_wal = 0;
     for chunk in 0..80 {
-        let mut tasks = Vec::new();
-        for i in 0..100 {
-            let db = db.clone();
-            let v = format!("{chunk}-{i}-{filler}");
-            tasks.push(tokio::spawn(async move { db.execute(&insert(&v)).await }));
-        }
-        for t in tasks {
-            t.await.unwrap().unwrap();
-        }
+        write_page_sized_rows(&db, chunk).await;
         largest_wal = largest_wal.max(std::fs::metadata(&wal).map(|m| m.len()).unwrap_or(0));
     }
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     reader.await.unwrap();
     assert_eq!(count(&db).await, 8000);
     assert!(largest_wal < 24_000_000, "the WAL grew to {largest_wal} bytes for 32 MB of writes");
+    let _ = std::fs::remove_file(path);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wal_grown_behind_a_long_read_is_cut_back() {
+    let (db, path) = temp_db().await;
+    let wal = path.with_file_name(format!("{}-wal", path.file_name().unwrap().to_string_lossy()));
+    let wal_size = || std::fs::metadata(&wal).map(|m| m.len()).unwrap_or(0);
+    for chunk in 0..2 {
+        write_page_sized_rows(&db, chunk).await;
+    }
+    // A stream read one row at a time and not drained holds its snapshot, and so the WAL.
+    let mut held = db.stream::<(i64,)>(Query::new("SELECT id FROM t"), 1, 1);
+    held.recv().await.unwrap().unwrap();
+    for chunk in 2..14 {
+        write_rows(&db, chunk, 64_000).await;
+    }
+    let grown = wal_size();
+    assert!(grown > 70_000_000, "the WAL held behind the read: {grown} bytes");
+    drop(held);
+    // Once the read is gone the WAL starts over, and its file is cut back to 64 MB.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let mut chunk = 14;
+    while wal_size() > 64 * 1024 * 1024 && std::time::Instant::now() < deadline {
+        write_page_sized_rows(&db, chunk).await;
+        chunk += 1;
+    }
+    assert!(wal_size() <= 64 * 1024 * 1024, "the WAL file stayed at {} bytes", wal_size());
     let _ = std::fs::remove_file(path);
 }
