@@ -58,10 +58,16 @@ pub fn page_statements(columns: &str, from_where: &Query, page: &PageRequest, id
 /// sorted from the index entries alone, and only those rows are read from `table` (a deferred
 /// join). Sorting whole rows would read every match from the table first. `from_where` must bind
 /// the company as `$1` and name `table` by the alias `a`.
+///
+/// The page's ids drive the join (`CROSS JOIN` fixes SQLite's join order; PostgreSQL plans the
+/// same nested loop by itself). Written as `a.id IN (page)`, SQLite without statistics on the
+/// table (a new database) walked the company's whole start index to give the outer order and
+/// tested each row against the page: a shop's week cost 0.9 ms on a fresh demo database and 4
+/// ms once 25,000 appointments were added elsewhere.
 pub fn page_statements_by_ids(columns: &str, table: &str, from_where: &Query, page: &PageRequest, id_column: &str) -> (Query, Query) {
-    let mut rows = from_where.prefixed(&format!("SELECT {columns} FROM {table} a WHERE a.company_id = $1 AND a.id IN (SELECT id "));
+    let mut rows = from_where.prefixed(&format!("SELECT {columns} FROM (SELECT id AS page_id "));
     page.push_order_and_window(&mut rows, id_column);
-    rows.push(")");
+    rows.push(&format!(") page CROSS JOIN {table} a WHERE a.company_id = $1 AND a.id = page.page_id"));
     page.push_order(&mut rows, id_column);
     (rows, from_where.prefixed("SELECT COUNT(*) "))
 }
