@@ -33,6 +33,10 @@ const WAL_PAGES: i32 = 1000;
 const WAL_LIMIT_PAGES: i32 = 4 * WAL_PAGES;
 /// How long the writer waits for readers to let the WAL start over.
 const RESTART_WAIT: Duration = Duration::from_millis(50);
+/// How long the writer waits for a checkpoint in progress to end before its own (a second
+/// checkpoint fails at once instead of waiting: the WAL grew past 30 MB that way while slow
+/// disk syncs kept the checkpointer busy).
+const CHECKPOINT_WAIT: Duration = Duration::from_secs(1);
 /// A checkpoint also runs this often while the WAL holds anything (a safety net).
 const IDLE_WAKE: Duration = Duration::from_secs(5);
 
@@ -40,6 +44,10 @@ const IDLE_WAKE: Duration = Duration::from_secs(5);
 struct State {
     due: bool,
     stop: bool,
+    /// The checkpointer is copying frames.
+    running: bool,
+    /// The writer is making the WAL start over: the checkpointer waits.
+    restarting: bool,
 }
 
 #[derive(Default)]
@@ -87,7 +95,7 @@ impl Checkpointer {
     pub fn after_commit(&self) {
         if WAL_SIZE.with(Cell::get) >= WAL_PAGES {
             self.shared.state.lock().unwrap_or_else(|e| e.into_inner()).due = true;
-            self.shared.wake.notify_one();
+            self.shared.wake.notify_all();
         }
     }
 
@@ -101,13 +109,30 @@ impl Checkpointer {
         if WAL_SIZE.with(Cell::get) >= WAL_LIMIT_PAGES {
             WAL_SIZE.with(|size| size.set(0));
             self.shared.tail_due.store(false, Ordering::Relaxed);
+            self.hold_checkpointer(true);
             let waited = conn.busy_timeout(RESTART_WAIT).is_ok();
             checkpoint(conn, "RESTART");
             if waited && let Err(e) = conn.busy_timeout(super::BUSY_TIMEOUT) {
                 tracing::error!(error = %e, "could not restore the SQLite writer's busy timeout");
             }
+            self.hold_checkpointer(false);
         } else if self.shared.tail_due.swap(false, Ordering::Relaxed) {
             checkpoint(conn, "PASSIVE");
+        }
+    }
+}
+
+impl Checkpointer {
+    /// Holds the checkpointer back (waiting, up to [`CHECKPOINT_WAIT`], for the end of a
+    /// checkpoint it is running), or lets it go again.
+    fn hold_checkpointer(&self, hold: bool) {
+        let (state, wake) = (&self.shared.state, &self.shared.wake);
+        let mut s = state.lock().unwrap_or_else(|e| e.into_inner());
+        s.restarting = hold;
+        if hold {
+            drop(wake.wait_timeout_while(s, CHECKPOINT_WAIT, |s| s.running).unwrap_or_else(|e| e.into_inner()));
+        } else {
+            wake.notify_all();
         }
     }
 }
@@ -115,7 +140,7 @@ impl Checkpointer {
 impl Drop for Checkpointer {
     fn drop(&mut self) {
         self.shared.state.lock().unwrap_or_else(|e| e.into_inner()).stop = true;
-        self.shared.wake.notify_one();
+        self.shared.wake.notify_all();
     }
 }
 
@@ -134,12 +159,16 @@ fn run(conn: &Connection, shared: &Shared) {
             if !s.due && !s.stop {
                 s = wake.wait_timeout(s, IDLE_WAKE).unwrap_or_else(|e| e.into_inner()).0;
             }
+            s = wake.wait_while(s, |s| s.restarting && !s.stop).unwrap_or_else(|e| e.into_inner());
             if s.stop {
                 return;
             }
             s.due = false;
+            s.running = true;
         }
         checkpoint(conn, "PASSIVE");
+        state.lock().unwrap_or_else(|e| e.into_inner()).running = false;
+        wake.notify_all();
         shared.tail_due.store(true, Ordering::Relaxed);
     }
 }
