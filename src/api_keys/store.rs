@@ -1,6 +1,6 @@
 use crate::{
     auth::{REVOCATION_CHANNEL, Role, generate_key},
-    db::{Db, DbError, Query, Reader, Tx, now_micros, page::{PageRequest, Sort, fetch_page}},
+    db::{Db, DbError, Query, Reader, Tx, company_row, now_micros, page::{PageRequest, Sort, fetch_page}},
 };
 
 /// Sortable fields and their columns.
@@ -26,8 +26,7 @@ pub async fn list(db: &Db, company_id: i64, page: &PageRequest) -> Result<(Vec<K
 }
 
 pub async fn find(from: impl Into<Reader<'_>>, company_id: i64, id: i64) -> Result<Option<KeyRecordRow>, DbError> {
-    let q = Query::new(format!("SELECT {COLUMNS} FROM api_keys WHERE company_id = $1 AND id = $2")).bind(company_id).bind(id);
-    from.into().fetch_optional(q).await
+    from.into().fetch_optional(company_row(COLUMNS, "api_keys", company_id, id)).await
 }
 
 fn insert_query(company_id: i64, name: &str, role: Role, shops: Option<&[i64]>) -> (Query, String) {

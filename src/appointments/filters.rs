@@ -162,7 +162,7 @@ impl ListFilters {
                 None => shops::list(db, company_id, scope).await?,
             };
             for shop in rows {
-                groups.entry(shop.timezone.clone()).or_insert_with(|| (shop.tz(), Vec::new())).1.push(shop.id);
+                groups.entry(shop.fields.timezone.clone()).or_insert_with(|| (shop.tz(), Vec::new())).1.push(shop.id);
             }
         }
         if groups.is_empty() {

@@ -8,7 +8,7 @@ use super::{
 };
 use crate::{
     db::{
-        Db, DbError, Query, Reader, ShopFilter, Tx, now_micros,
+        Db, DbError, Query, Reader, ShopFilter, Tx, company_row, now_micros,
         page::{PageRequest, Sort, fetch_page_with, page_statements, page_statements_by_ids},
     },
 };
@@ -173,10 +173,7 @@ pub async fn soft_delete(tx: &mut Tx, company_id: i64, id: i64, now: i64) -> Res
 }
 
 pub async fn find(from: impl Into<Reader<'_>>, company_id: i64, id: i64) -> Result<Option<AppointmentRow>, DbError> {
-    let q = Query::new(format!("SELECT {} FROM appointments a WHERE company_id = $1 AND id = $2", select_columns()))
-        .bind(company_id)
-        .bind(id);
-    from.into().fetch_optional(q).await
+    from.into().fetch_optional(company_row(&select_columns(), "appointments a", company_id, id)).await
 }
 
 /// The `FROM ... WHERE ...` of a list: company first, then shops, then each filter.

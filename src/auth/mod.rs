@@ -164,35 +164,25 @@ pub struct Admin(pub Caller);
 /// An admin key without a shop list: company-wide administration (shops, API keys).
 pub struct CompanyAdmin(pub Caller);
 
-impl FromRequestParts<AppState> for CompanyAdmin {
-    type Rejection = ApiError;
+/// The role extractors: the caller, refused by `check` before any body is read.
+macro_rules! role_extractor {
+    ($name:ident, $check:expr) => {
+        impl FromRequestParts<AppState> for $name {
+            type Rejection = ApiError;
 
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        let caller = Caller::from_request_parts(parts, state).await?;
-        caller.require_company_admin()?;
-        Ok(CompanyAdmin(caller))
-    }
+            async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+                let caller = Caller::from_request_parts(parts, state).await?;
+                let check: fn(&Caller) -> Result<(), ApiError> = $check;
+                check(&caller)?;
+                Ok($name(caller))
+            }
+        }
+    };
 }
 
-impl FromRequestParts<AppState> for Writer {
-    type Rejection = ApiError;
-
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        let caller = Caller::from_request_parts(parts, state).await?;
-        caller.require(Role::Write)?;
-        Ok(Writer(caller))
-    }
-}
-
-impl FromRequestParts<AppState> for Admin {
-    type Rejection = ApiError;
-
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        let caller = Caller::from_request_parts(parts, state).await?;
-        caller.require(Role::Admin)?;
-        Ok(Admin(caller))
-    }
-}
+role_extractor!(Writer, |caller| caller.require(Role::Write));
+role_extractor!(Admin, |caller| caller.require(Role::Admin));
+role_extractor!(CompanyAdmin, Caller::require_company_admin);
 
 /// Authenticates a request's header, through the replica's key cache when it may be trusted.
 async fn authenticate_request(state: &AppState, header: Option<&str>) -> Result<Caller, ApiError> {

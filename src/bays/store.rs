@@ -1,5 +1,5 @@
 use crate::{
-    db::{Db, DbError, Query, Reader, ShopFilter, Tx, now_micros, page::{PageRequest, Sort, fetch_page}},
+    db::{Db, DbError, Query, Reader, ShopFilter, Tx, company_row, now_micros, page::{PageRequest, Sort, fetch_page}},
 };
 
 /// Sortable fields and their columns.
@@ -33,17 +33,11 @@ pub async fn list(
 
 /// Every bay of the given shops, for `with[]=bays` on shop info.
 pub async fn for_shops(db: &Db, company_id: i64, shops: &ShopFilter) -> Result<Vec<BayRow>, DbError> {
-    let mut q = Query::new(format!("SELECT {COLUMNS} FROM bays WHERE company_id = $1")).bind(company_id);
-    shops.push_sql(&mut q, "shop_id");
-    q.push(" ORDER BY shop_id, sort_order, id");
-    db.fetch_all(&q).await
+    db.fetch_all(&shops.rows(COLUMNS, "bays", company_id, "shop_id, sort_order, id")).await
 }
 
 pub async fn find(from: impl Into<Reader<'_>>, company_id: i64, id: i64) -> Result<Option<BayRow>, DbError> {
-    let q = Query::new(format!("SELECT {COLUMNS} FROM bays WHERE company_id = $1 AND id = $2"))
-        .bind(company_id)
-        .bind(id);
-    from.into().fetch_optional(q).await
+    from.into().fetch_optional(company_row(COLUMNS, "bays", company_id, id)).await
 }
 
 pub struct BayFields {
@@ -53,21 +47,21 @@ pub struct BayFields {
     pub active: bool,
 }
 
+impl BayFields {
+    /// Binds the next five parameters: shop, title, its sort key, order, active.
+    fn bind(&self, q: Query) -> Query {
+        q.bind(self.shop_id).bind(&self.title).bind(self.title.to_lowercase()).bind(self.order).bind(self.active)
+    }
+}
+
 /// `Err(DbError::Unique)` when the shop already has a bay of that title.
 pub async fn insert(tx: &mut Tx, company_id: i64, f: &BayFields) -> Result<BayRow, DbError> {
-    let now = now_micros();
     let q = Query::new(format!(
         "INSERT INTO bays (company_id, shop_id, title, title_key, sort_order, active, created_at, updated_at) \
          VALUES ($1, $2, $3, $4, $5, $6, $7, $7) RETURNING {COLUMNS}"
     ))
-    .bind(company_id)
-    .bind(f.shop_id)
-    .bind(&f.title)
-    .bind(f.title.to_lowercase())
-    .bind(f.order)
-    .bind(f.active)
-    .bind(now);
-    tx.fetch_optional(&q).await?.ok_or(DbError::NoRow)
+    .bind(company_id);
+    tx.fetch_optional(&f.bind(q).bind(now_micros())).await?.ok_or(DbError::NoRow)
 }
 
 pub async fn update(tx: &mut Tx, company_id: i64, id: i64, f: &BayFields) -> Result<Option<BayRow>, DbError> {
@@ -76,14 +70,8 @@ pub async fn update(tx: &mut Tx, company_id: i64, id: i64, f: &BayFields) -> Res
          WHERE company_id = $1 AND id = $2 RETURNING {COLUMNS}"
     ))
     .bind(company_id)
-    .bind(id)
-    .bind(f.shop_id)
-    .bind(&f.title)
-    .bind(f.title.to_lowercase())
-    .bind(f.order)
-    .bind(f.active)
-    .bind(now_micros());
-    tx.fetch_optional(&q).await
+    .bind(id);
+    tx.fetch_optional(&f.bind(q).bind(now_micros())).await
 }
 
 /// Whether appointments are scheduled in the bay (rare admin check: it walks the shop's

@@ -3,7 +3,7 @@
 
 use crate::{
     db::{
-        Db, DbError, Query, Reader, ShopFilter, Tx, now_micros,
+        Db, DbError, Query, Reader, ShopFilter, Tx, company_row, now_micros,
         page::{PageRequest, Sort, fetch_page_with, page_statements},
     },
 };
@@ -165,10 +165,7 @@ pub fn export_query(db: &Db, company_id: i64, shops: &ShopFilter, filter: &Custo
 
 /// One customer of the company (whatever its shop: callers check the key's shop list).
 pub async fn find(from: impl Into<Reader<'_>>, company_id: i64, id: i64) -> Result<Option<CustomerRow>, DbError> {
-    let q = Query::new(format!("SELECT {COLUMNS} FROM customers WHERE company_id = $1 AND id = $2"))
-        .bind(company_id)
-        .bind(id);
-    from.into().fetch_optional(q).await
+    from.into().fetch_optional(company_row(COLUMNS, "customers", company_id, id)).await
 }
 
 /// The company's customers among `ids`, in id order (unknown ids are skipped).

@@ -18,7 +18,7 @@ use std::sync::Arc;
 pub use autoshop_macros::FromRow;
 pub use query::{Arg, Query, like_contains, like_prefix};
 pub use row::{Decode, FromRow, RowReader};
-pub use scope::ShopFilter;
+pub use scope::{ShopFilter, company_row};
 use postgres::Pg;
 use sqlite::{SqliteDb, SqliteTx};
 

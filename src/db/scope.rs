@@ -3,6 +3,12 @@
 
 use super::Query;
 
+/// `SELECT {columns} FROM {table}`: the company's row `id` (`$1` company, `$2` id). The one way a
+/// store reads a row by its id, so none reads it without its company.
+pub fn company_row(columns: &str, table: &str, company_id: i64, id: i64) -> Query {
+    Query::new(format!("SELECT {columns} FROM {table} WHERE company_id = $1 AND id = $2")).bind(company_id).bind(id)
+}
+
 /// The shops a list query covers.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub enum ShopFilter {
@@ -22,5 +28,13 @@ impl ShopFilter {
                 q.push(" AND ").push(column).push(" IN ").push_in_list(ids);
             }
         }
+    }
+
+    /// `SELECT {columns} FROM {table}`: the company's rows in these shops, in `order`.
+    pub fn rows(&self, columns: &str, table: &str, company_id: i64, order: &str) -> Query {
+        let mut q = Query::new(format!("SELECT {columns} FROM {table} WHERE company_id = $1")).bind(company_id);
+        self.push_sql(&mut q, "shop_id");
+        q.push(" ORDER BY ").push(order);
+        q
     }
 }

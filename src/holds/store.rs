@@ -4,7 +4,7 @@
 //! on PostgreSQL, a trigger on SQLite; a violation comes back as [`DbError::Overlap`].
 
 use crate::appointments::timing::MAX_DURATION_MICROS;
-use crate::db::{Db, DbError, Query, Tx};
+use crate::db::{Db, DbError, Query, Tx, company_row};
 
 #[derive(Debug, Clone, crate::db::FromRow)]
 pub struct HoldRow {
@@ -22,7 +22,7 @@ pub struct HoldRow {
 const COLUMNS: &str = "id, shop_id, bay_id, start_at, end_at, hours, expires_at, state";
 
 pub async fn find(db: &Db, company_id: i64, id: i64) -> Result<Option<HoldRow>, DbError> {
-    db.fetch_optional(&Query::new(format!("SELECT {COLUMNS} FROM holds WHERE company_id = $1 AND id = $2")).bind(company_id).bind(id)).await
+    db.fetch_optional(&company_row(COLUMNS, "holds", company_id, id)).await
 }
 
 /// Retires the expired holds of a shop that overlap `[start, end)`, so they no longer count for

@@ -160,18 +160,14 @@ pub async fn pay(
     date: &str,
     now: i64,
 ) -> Result<Payment, DbError> {
+    // Both statements take the payment as $1..$6.
+    let payment = |q: Query| q.bind(company_id).bind(customer_id).bind(id).bind(amount).bind(date).bind(now);
     let q = Query::new(format!(
         "UPDATE accounts_receivable SET balance = balance - $4, updated_at = $6, \
          payment_date = CASE WHEN payment_date IS NULL OR payment_date < $5 THEN $5 ELSE payment_date END \
          WHERE company_id = $1 AND customer_id = $2 AND id = $3 AND balance >= $4 RETURNING {COLUMNS}"
-    ))
-    .bind(company_id)
-    .bind(customer_id)
-    .bind(id)
-    .bind(amount)
-    .bind(date)
-    .bind(now);
-    let Some(row) = tx.fetch_optional::<ReceivableRow>(&q).await? else {
+    ));
+    let Some(row) = tx.fetch_optional::<ReceivableRow>(&payment(q)).await? else {
         let q = Query::new("SELECT balance FROM accounts_receivable WHERE company_id = $1 AND customer_id = $2 AND id = $3")
             .bind(company_id)
             .bind(customer_id)
@@ -184,14 +180,8 @@ pub async fn pay(
     let q = Query::new(
         "INSERT INTO account_payments (company_id, customer_id, accounts_receivable_id, amount, date, created_at) \
          VALUES ($1, $2, $3, $4, $5, $6)",
-    )
-    .bind(company_id)
-    .bind(customer_id)
-    .bind(id)
-    .bind(amount)
-    .bind(date)
-    .bind(now);
-    tx.execute(&q).await?;
+    );
+    tx.execute(&payment(q)).await?;
     Ok(Payment::Applied(row))
 }
 

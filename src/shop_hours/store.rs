@@ -13,11 +13,7 @@ pub struct HoursRow {
 }
 
 pub async fn for_shops(db: &Db, company_id: i64, shops: &ShopFilter) -> Result<Vec<HoursRow>, DbError> {
-    let mut q = Query::new("SELECT shop_id, day, open_minute, close_minute FROM shop_hours WHERE company_id = $1")
-        .bind(company_id);
-    shops.push_sql(&mut q, "shop_id");
-    q.push(" ORDER BY shop_id, day, open_minute");
-    db.fetch_all(&q).await
+    db.fetch_all(&shops.rows("shop_id, day, open_minute, close_minute", "shop_hours", company_id, "shop_id, day, open_minute")).await
 }
 
 /// Replaces a shop's week inside the caller's transaction: either the whole new week is stored

@@ -155,14 +155,14 @@ async fn update_shop(
     JsonBody(input): JsonBody<ShopInput>,
 ) -> Result<One<ShopInfo>, ApiError> {
     let current = scope::visible_shop(&state.db, &caller, path_id(&id, "Shop")?).await?;
-    let fields = input.into_fields(Some(ShopFields::from_row(&current))).map_err(ApiError::Validation)?;
+    let fields = input.into_fields(Some(current.fields.clone())).map_err(ApiError::Validation)?;
     // A new time zone moves the shop-local date and time stored with each appointment; both
     // changes commit together.
     // One `shop.updated` event stands for the re-localised appointments too (docs/api.md).
     let mut change = Change::begin(&state.db, caller.company_id).await?;
     if_match.verify::<ShopInfo, _>(&current, store::find(change.tx(), caller.company_id, current.id)).await?;
     let shop = store::update(change.tx(), caller.company_id, current.id, &fields).await?.ok_or_else(|| ApiError::not_found("Shop"))?;
-    if shop.timezone != current.timezone {
+    if shop.fields.timezone != current.fields.timezone {
         crate::appointments::store::relocalize_shop(change.tx(), caller.company_id, shop.id, shop.tz()).await?;
     }
     let info = ShopInfo::from(shop);

@@ -46,8 +46,8 @@ pub fn timezone_schema() -> utoipa::openapi::schema::Object {
         .build()
 }
 
-/// A shop's editable fields, complete and validated.
-#[derive(Debug, Clone, Default)]
+/// A shop's editable fields, complete and validated, in column order.
+#[derive(Debug, Clone, Default, crate::db::FromRow)]
 pub struct ShopFields {
     pub name: String,
     pub address: String,
@@ -60,37 +60,11 @@ pub struct ShopFields {
     pub timezone: String,
 }
 
-impl ShopFields {
-    pub fn from_row(row: &ShopRow) -> Self {
-        ShopFields {
-            name: row.name.clone(),
-            address: row.address.clone(),
-            city: row.city.clone(),
-            state: row.state.clone(),
-            zip: row.zip.clone(),
-            phone: row.phone.clone(),
-            email: row.email.clone(),
-            website: row.website.clone(),
-            timezone: row.timezone.clone(),
-        }
-    }
-}
-
 impl ShopInput {
     /// Applies the input over `base` (the stored shop on update, `None` on create) and validates.
     pub fn into_fields(self, base: Option<ShopFields>) -> Result<ShopFields, FieldErrors> {
         let mut errors = FieldErrors::default();
-        let base = base.unwrap_or_else(|| ShopFields {
-            name: String::new(),
-            address: String::new(),
-            city: String::new(),
-            state: String::new(),
-            zip: String::new(),
-            phone: String::new(),
-            email: String::new(),
-            website: String::new(),
-            timezone: "UTC".into(),
-        });
+        let base = base.unwrap_or_else(|| ShopFields { timezone: "UTC".into(), ..ShopFields::default() });
         // PUT validates like create: `name` is required on both.
         let name = validate::required_text(&mut errors, "name", self.name).unwrap_or_default();
         let fields = ShopFields {
@@ -140,19 +114,20 @@ pub struct ShopInfo {
 }
 
 impl From<ShopRow> for ShopInfo {
-    fn from(row: ShopRow) -> Self {
+    fn from(ShopRow { id, company_id, fields }: ShopRow) -> Self {
+        let ShopFields { name, address, city, state, zip, phone, email, website, timezone } = fields;
         ShopInfo {
-            shop_id: row.id,
-            company_id: row.company_id,
-            name: row.name,
-            address: row.address,
-            city: row.city,
-            state: row.state,
-            zip: row.zip,
-            phone: row.phone,
-            email: row.email,
-            website: row.website,
-            timezone: row.timezone,
+            shop_id: id,
+            company_id,
+            name,
+            address,
+            city,
+            state,
+            zip,
+            phone,
+            email,
+            website,
+            timezone,
             hours: None,
             bays: None,
             sources: None,

@@ -1,5 +1,5 @@
 use crate::{
-    db::{Db, DbError, Query, Reader, ShopFilter, Tx, now_micros},
+    db::{Db, DbError, Query, Reader, ShopFilter, Tx, company_row, now_micros},
 };
 
 use super::model::ShopFields;
@@ -8,30 +8,20 @@ use super::model::ShopFields;
 pub struct ShopRow {
     pub id: i64,
     pub company_id: i64,
-    pub name: String,
-    pub address: String,
-    pub city: String,
-    pub state: String,
-    pub zip: String,
-    pub phone: String,
-    pub email: String,
-    pub website: String,
-    pub timezone: String,
+    #[row(flatten)]
+    pub fields: ShopFields,
 }
 
 impl ShopRow {
     pub fn tz(&self) -> chrono_tz::Tz {
-        crate::time::parse_timezone(&self.timezone).unwrap_or(chrono_tz::UTC)
+        crate::time::parse_timezone(&self.fields.timezone).unwrap_or(chrono_tz::UTC)
     }
 }
 
 const COLUMNS: &str = "id, company_id, name, address, city, state, zip, phone, email, website, timezone";
 
 pub async fn find(from: impl Into<Reader<'_>>, company_id: i64, id: i64) -> Result<Option<ShopRow>, DbError> {
-    let q = Query::new(format!("SELECT {COLUMNS} FROM shops WHERE company_id = $1 AND id = $2"))
-        .bind(company_id)
-        .bind(id);
-    from.into().fetch_optional(q).await
+    from.into().fetch_optional(company_row(COLUMNS, "shops", company_id, id)).await
 }
 
 pub async fn list(db: &Db, company_id: i64, shops: &ShopFilter) -> Result<Vec<ShopRow>, DbError> {

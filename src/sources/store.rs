@@ -1,5 +1,5 @@
 use crate::{
-    db::{Db, DbError, Query, Reader, ShopFilter, Tx, now_micros, page::{PageRequest, Sort, fetch_page}},
+    db::{Db, DbError, Query, Reader, ShopFilter, Tx, company_row, now_micros, page::{PageRequest, Sort, fetch_page}},
 };
 
 /// Sortable fields and their columns.
@@ -31,30 +31,25 @@ pub async fn list(
 
 /// Every source of the given shops, for `with[]=sources` on shop info.
 pub async fn for_shops(db: &Db, company_id: i64, shops: &ShopFilter) -> Result<Vec<SourceRow>, DbError> {
-    let mut q = Query::new(format!("SELECT {COLUMNS} FROM sources WHERE company_id = $1")).bind(company_id);
-    shops.push_sql(&mut q, "shop_id");
-    q.push(" ORDER BY shop_id, id");
-    db.fetch_all(&q).await
+    db.fetch_all(&shops.rows(COLUMNS, "sources", company_id, "shop_id, id")).await
 }
 
 pub async fn find(from: impl Into<Reader<'_>>, company_id: i64, id: i64) -> Result<Option<SourceRow>, DbError> {
-    let q = Query::new(format!("SELECT {COLUMNS} FROM sources WHERE company_id = $1 AND id = $2"))
-        .bind(company_id)
-        .bind(id);
-    from.into().fetch_optional(q).await
+    from.into().fetch_optional(company_row(COLUMNS, "sources", company_id, id)).await
 }
 
 fn insert_query(company_id: i64, shop_id: i64, name: &str, active: bool) -> Query {
-    Query::new(format!(
+    let q = Query::new(format!(
         "INSERT INTO sources (company_id, shop_id, name, name_key, active, created_at, updated_at) \
          VALUES ($1, $2, $3, $4, $5, $6, $6) RETURNING {COLUMNS}"
     ))
-    .bind(company_id)
-    .bind(shop_id)
-    .bind(name)
-    .bind(name.to_lowercase())
-    .bind(active)
-    .bind(now_micros())
+    .bind(company_id);
+    bind_fields(q, shop_id, name, active).bind(now_micros())
+}
+
+/// Binds the next four parameters: shop, name, its sort key, active.
+fn bind_fields(q: Query, shop_id: i64, name: &str, active: bool) -> Query {
+    q.bind(shop_id).bind(name).bind(name.to_lowercase()).bind(active)
 }
 
 pub async fn insert(tx: &mut Tx, company_id: i64, shop_id: i64, name: &str, active: bool) -> Result<SourceRow, DbError> {
@@ -83,11 +78,6 @@ pub async fn update(
          WHERE company_id = $1 AND id = $2 RETURNING {COLUMNS}"
     ))
     .bind(company_id)
-    .bind(id)
-    .bind(shop_id)
-    .bind(name)
-    .bind(name.to_lowercase())
-    .bind(active)
-    .bind(now_micros());
-    tx.fetch_optional(&q).await
+    .bind(id);
+    tx.fetch_optional(&bind_fields(q, shop_id, name, active).bind(now_micros())).await
 }

@@ -5,7 +5,7 @@
 //! one replica; SQLite has one writer in one process and needs no lock clause.
 
 use crate::{
-    db::{Db, DbError, FromRow, Query, Reader, Tx, now_micros, page::{PageRequest, fetch_page}},
+    db::{Db, DbError, FromRow, Query, Reader, Tx, company_row, now_micros, page::{PageRequest, fetch_page}},
     events::store::EventRow,
 };
 
@@ -41,8 +41,7 @@ pub async fn all(db: &Db, company_id: i64) -> Result<Vec<WebhookRow>, DbError> {
 }
 
 pub async fn find(from: impl Into<Reader<'_>>, company_id: i64, id: i64) -> Result<Option<WebhookRow>, DbError> {
-    from.into().fetch_optional(Query::new(format!("SELECT {COLUMNS} FROM webhooks WHERE company_id = $1 AND id = $2")).bind(company_id).bind(id))
-        .await
+    from.into().fetch_optional(company_row(COLUMNS, "webhooks", company_id, id)).await
 }
 
 pub async fn insert(tx: &mut Tx, company_id: i64, f: &WebhookFields, secret: &str) -> Result<WebhookRow, DbError> {
