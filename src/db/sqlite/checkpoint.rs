@@ -120,9 +120,7 @@ impl Checkpointer {
             checkpoint(conn, "PASSIVE");
         }
     }
-}
 
-impl Checkpointer {
     /// Holds the checkpointer back (waiting, up to [`CHECKPOINT_WAIT`], for the end of a
     /// checkpoint it is running), or lets it go again.
     fn hold_checkpointer(&self, hold: bool) {
@@ -170,5 +168,55 @@ fn run(conn: &Connection, shared: &Shared) {
         state.lock().unwrap_or_else(|e| e.into_inner()).running = false;
         wake.notify_all();
         shared.tail_due.store(true, Ordering::Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::{sync::MutexGuard, thread::sleep, time::Instant};
+
+    use super::*;
+
+    fn state(shared: &Shared) -> MutexGuard<'_, State> {
+        shared.state.lock().unwrap()
+    }
+
+    /// Two checkpoints never overlap (SQLite fails the second at once, and the WAL then did not
+    /// start over): the writer's restart waits for the checkpointer's copy in progress, and a
+    /// copy that comes due meanwhile waits for the restart.
+    #[test]
+    fn the_writer_and_the_checkpointer_take_turns() {
+        let shared: Arc<Shared> = Arc::default();
+        let writer = Checkpointer { shared: shared.clone() };
+        state(&shared).running = true;
+        let copier = {
+            let shared = shared.clone();
+            std::thread::spawn(move || {
+                sleep(Duration::from_millis(100));
+                state(&shared).running = false;
+                shared.wake.notify_all();
+            })
+        };
+        let started = Instant::now();
+        writer.hold_checkpointer(true);
+        assert!(started.elapsed() >= Duration::from_millis(100), "the restart did not wait for the copy in progress");
+        assert!(started.elapsed() < CHECKPOINT_WAIT, "the restart waited past the copy's end");
+        copier.join().unwrap();
+
+        state(&shared).due = true;
+        let checkpointer = {
+            let shared = shared.clone();
+            std::thread::spawn(move || run(&Connection::open_in_memory().unwrap(), &shared))
+        };
+        sleep(Duration::from_millis(100));
+        assert!(state(&shared).due && !shared.tail_due.load(Ordering::Relaxed), "a checkpoint began during the restart");
+        writer.hold_checkpointer(false);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !shared.tail_due.load(Ordering::Relaxed) && Instant::now() < deadline {
+            sleep(Duration::from_millis(5));
+        }
+        assert!(shared.tail_due.load(Ordering::Relaxed), "the due checkpoint did not run after the restart");
+        drop(writer);
+        checkpointer.join().unwrap();
     }
 }
