@@ -7,6 +7,13 @@ use chrono_tz::Tz;
 use crate::time::{local_day_start, local_to_utc};
 
 pub const MICROS_PER_HOUR: f64 = 3_600_000_000.0;
+
+/// A duration of `hours` (validated > 0) in microseconds, rounded but never to zero: `hours` as
+/// small as `5e-324` passes the rule the document states (more than 0), and a hold or a slot
+/// of no length would be no time at all.
+pub fn duration_micros(hours: f64) -> i64 {
+    ((hours * MICROS_PER_HOUR).round() as i64).max(1)
+}
 /// The longest appointment (`hours` <= 24): an end bound limits the start to one day earlier.
 pub const MAX_DURATION_MICROS: i64 = 24 * 3_600_000_000;
 

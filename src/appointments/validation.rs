@@ -4,7 +4,7 @@ use super::{
     patch::Patch,
     model::AppointmentInput,
     store::{AppointmentFields, AppointmentRow},
-    timing::{MICROS_PER_HOUR, parse_schedule},
+    timing::{duration_micros, parse_schedule},
 };
 use crate::{
     auth::Caller,
@@ -108,7 +108,7 @@ pub async fn validate(db: &Db, caller: &Caller, mut input: AppointmentInput, cur
         source,
         status,
         start_at,
-        end_at: start_at + (hours * MICROS_PER_HOUR).round() as i64,
+        end_at: start_at + duration_micros(hours),
         local_date: String::new(),
         local_time: String::new(),
     };

@@ -11,7 +11,7 @@ use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::{router::OpenApiRouter, routes};
 
 use crate::{
-    appointments::timing::MICROS_PER_HOUR,
+    appointments::timing::duration_micros,
     auth::Caller,
     db::now_micros,
     error::{ApiError, FieldErrors, Problem},
@@ -136,7 +136,7 @@ async fn availability(State(state): State<AppState>, caller: Caller, params: Que
         }
     }
     let refs: Vec<BayRef> = bays.into_iter().map(|b| BayRef { id: b.id, title: b.title }).collect();
-    let duration = (hours * MICROS_PER_HOUR).round() as i64;
+    let duration = duration_micros(hours);
     let mut data = Vec::new();
     let mut date = first;
     loop {

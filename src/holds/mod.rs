@@ -23,7 +23,7 @@ use crate::{
     appointments::{
         model::AppointmentInput,
         patch::Patch,
-        timing::{MICROS_PER_HOUR, local_parts, parse_date, parse_schedule},
+        timing::{duration_micros, local_parts, parse_date, parse_schedule},
     },
     auth::{Caller, Writer},
     availability::slots::{inside_one, opening_intervals},
@@ -176,7 +176,7 @@ async fn validate(db: &Db, caller: &Caller, input: HoldInput, now: i64) -> Resul
     let (Some(shop), Some(start)) = (shop, start) else {
         return Err(ApiError::Internal("validated hold without shop or date".into()));
     };
-    Ok(Wanted { shop, start, end: start + (hours * MICROS_PER_HOUR).round() as i64, hours, bays, named })
+    Ok(Wanted { shop, start, end: start + duration_micros(hours), hours, bays, named })
 }
 
 /// The active bays of a shop by `order`, or only the one `column` names (case-insensitive; a
@@ -242,8 +242,7 @@ pub async fn fill_from_hold(db: &Db, caller: &Caller, input: &mut AppointmentInp
     let mut errors = FieldErrors::default();
     let e = &mut errors;
     same(e, "shop_id", &mut input.shop_id, hold.shop_id, &|v: &i64| *v == hold.shop_id);
-    let duration = |h: f64| (h * MICROS_PER_HOUR).round() as i64;
-    same(e, "hours", &mut input.hours, hold.hours, &|v: &f64| duration(*v) == hold.end_at - hold.start_at);
+    same(e, "hours", &mut input.hours, hold.hours, &|v: &f64| duration_micros(*v) == hold.end_at - hold.start_at);
     let tz = shop.tz();
     let start = crate::time::format_micros(hold.start_at);
     same(e, "date", &mut input.date, start, &|v: &String| parse_schedule(v, tz).map(|t| t.timestamp_micros()) == Some(hold.start_at));

@@ -277,6 +277,11 @@ async fn availability_and_holds_validate_and_scope(backend: Backend) {
     assert_eq!(r.status, 201, "{}", r.body);
     app.delete(&other_key, &format!("/api/v1/holds/{}", r.body["hold_id"])).await.problem(404);
     app.delete(key, "/api/v1/holds/abc").await.problem(404);
+    // The smallest positive `hours` the document allows holds the bay for a microsecond; it
+    // was a 500 when the duration rounded to nothing and the database refused an empty hold.
+    let r = app.post(key, "/api/v1/holds", json!({"shop_id": shop, "date": "2030-01-07T08:00:00Z", "hours": 5e-324})).await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    assert_eq!(micros(r.body["end"].as_str().unwrap()) - micros(r.body["start"].as_str().unwrap()), 1);
 }
 
 async fn holds_book_once_release_and_expire(backend: Backend) {
