@@ -2,12 +2,48 @@
 
 use axum::{
     body::Bytes,
-    extract::{FromRequest, FromRequestParts, Request},
+    extract::{FromRequest, FromRequestParts, Path, Request},
     http::{StatusCode, header, request::Parts},
+    response::{IntoResponse, Response},
 };
 use serde::de::DeserializeOwned;
 
-use crate::error::ApiError;
+use crate::{conditional::IfMatch, error::ApiError};
+
+/// What a conditional write of one resource names: the path's id (or ids, as a tuple) and the
+/// `If-Match` header, read in that order.
+pub struct Target<P = String> {
+    pub id: P,
+    pub if_match: IfMatch,
+}
+
+impl<S: Send + Sync, P: DeserializeOwned + Send> FromRequestParts<S> for Target<P> {
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Response> {
+        let Path(id) = Path::<P>::from_request_parts(parts, state).await.map_err(IntoResponse::into_response)?;
+        let if_match = IfMatch::from_request_parts(parts, state).await.map_err(IntoResponse::into_response)?;
+        Ok(Target { id, if_match })
+    }
+}
+
+/// A `PUT` of one resource: its [`Target`], then its [`JsonBody`].
+pub struct Replace<T, P = String> {
+    pub id: P,
+    pub if_match: IfMatch,
+    pub input: T,
+}
+
+impl<S: Send + Sync, T: DeserializeOwned, P: DeserializeOwned + Send> FromRequest<S> for Replace<T, P> {
+    type Rejection = Response;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Response> {
+        let (mut parts, body) = req.into_parts();
+        let Target { id, if_match } = Target::<P>::from_request_parts(&mut parts, state).await?;
+        let JsonBody(input) = JsonBody::<T>::from_request(Request::from_parts(parts, body), state).await.map_err(IntoResponse::into_response)?;
+        Ok(Replace { id, if_match, input })
+    }
+}
 
 /// A JSON request body. Malformed JSON is a 400, a missing or wrong content type a 415, a body
 /// over the limit a 413, and a value of the wrong type a 422 keyed by the field's path.

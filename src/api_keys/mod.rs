@@ -14,10 +14,9 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 use crate::{
     auth::{CompanyAdmin, Role, parse_shop_list},
     change::Change,
-    conditional::IfMatch,
     db::{Db, ShopFilter},
     error::{ApiError, FieldErrors, Problem},
-    extract::{JsonBody, path_id},
+    extract::{JsonBody, Target, path_id},
     listing::{ListQuery, ListSpec, Page, RequestUrl},
     state::AppState,
     time,
@@ -167,12 +166,7 @@ async fn get_key(State(state): State<AppState>, CompanyAdmin(caller): CompanyAdm
 /// cannot revoke itself (so the last admin key cannot be lost by mistake).
 #[utoipa::path(delete, path = "/api/v1/api_keys/{id}", tag = "api_keys", params(("id" = i64, Path)),
     responses((status = 204, description = "Revoked"), (status = 404, body = Problem), (status = 422, body = Problem)))]
-async fn revoke_key(
-    State(state): State<AppState>,
-    CompanyAdmin(caller): CompanyAdmin,
-    Path(id): Path<String>,
-    if_match: IfMatch,
-) -> Result<StatusCode, ApiError> {
+async fn revoke_key(State(state): State<AppState>, CompanyAdmin(caller): CompanyAdmin, Target { id, if_match }: Target) -> Result<StatusCode, ApiError> {
     let id = path_id(&id, "API key")?;
     if id == caller.key_id {
         return Err(ApiError::invalid("id", "A key cannot revoke itself; revoke it with another admin key."));

@@ -22,11 +22,11 @@ pub use demo::load_demo;
 use crate::{
     auth::{Caller, Writer},
     change::Change,
-    conditional::{IfMatch, One},
+    conditional::One,
     customers::{model::Customer, store as customers},
     db::{DbError, ShopFilter, now_micros},
     error::{ApiError, Problem},
-    extract::{JsonBody, path_id},
+    extract::{JsonBody, Replace, Target, path_id},
     listing::{ListQuery, ListSpec, Page, RequestUrl},
     scope,
     state::AppState,
@@ -150,13 +150,8 @@ async fn create_appointment(
     request_body = AppointmentUpdate,
     responses((status = 200, body = Appointment, description = "The updated appointment"), (status = 400, body = Problem), (status = 404, body = Problem),
         (status = 409, body = Problem, description = "The appointment is cancelled: cancelled appointments are read-only"), (status = 422, body = Problem)))]
-async fn update_appointment(
-    State(state): State<AppState>,
-    Writer(caller): Writer,
-    Path(id): Path<String>,
-    if_match: IfMatch,
-    JsonBody(input): JsonBody<AppointmentInput>,
-) -> Result<One<Appointment>, ApiError> {
+async fn update_appointment(State(state): State<AppState>, Writer(caller): Writer, put: Replace<AppointmentInput>) -> Result<One<Appointment>, ApiError> {
+    let Replace { id, if_match, input } = put;
     let current = visible(&state, &caller, &id).await?;
     if current.deleted_at.is_some() {
         return Err(deleted_is_read_only());
@@ -189,12 +184,7 @@ fn deleted_is_read_only() -> ApiError {
 /// Deleting it again answers 204 and keeps the first `deleted` time.
 #[utoipa::path(delete, path = "/api/v1/appointments/{id}", tag = "appointments", params(("id" = i64, Path)),
     responses((status = 204, description = "Deleted (or deleted already)"), (status = 404, body = Problem)))]
-async fn delete_appointment(
-    State(state): State<AppState>,
-    Writer(caller): Writer,
-    Path(id): Path<String>,
-    if_match: IfMatch,
-) -> Result<StatusCode, ApiError> {
+async fn delete_appointment(State(state): State<AppState>, Writer(caller): Writer, Target { id, if_match }: Target) -> Result<StatusCode, ApiError> {
     let current = visible(&state, &caller, &id).await?;
     if current.deleted_at.is_some() {
         if_match.check_current::<Appointment>(&current.into())?;

@@ -13,9 +13,9 @@ use crate::{
     state::AppState,
     auth::{Admin, Caller},
     change::Change,
-    conditional::{IfMatch, One},
+    conditional::One,
     error::{ApiError, FieldErrors, Problem},
-    extract::{JsonBody, parse_bool, path_id},
+    extract::{JsonBody, Replace, parse_bool, path_id},
     listing::{ListQuery, ListSpec, Page, RequestUrl},
     respond::unique_as_invalid,
     scope, validate,
@@ -70,13 +70,8 @@ async fn create_bay(State(state): State<AppState>, Admin(caller): Admin, JsonBod
 /// value.
 #[utoipa::path(put, path = "/api/v1/bays/{id}", tag = "bays", params(("id" = i64, Path)), request_body = BayInput,
     responses((status = 200, body = Bay, description = "The updated bay"), (status = 404, body = Problem), (status = 422, body = Problem)))]
-async fn update_bay(
-    State(state): State<AppState>,
-    Admin(caller): Admin,
-    Path(id): Path<String>,
-    if_match: IfMatch,
-    JsonBody(input): JsonBody<BayInput>,
-) -> Result<One<Bay>, ApiError> {
+async fn update_bay(State(state): State<AppState>, Admin(caller): Admin, put: Replace<BayInput>) -> Result<One<Bay>, ApiError> {
+    let Replace { id, if_match, input } = put;
     let current = visible_bay(&state, &caller, &id).await?;
     let fields = validate_bay(&state, &caller, input, Some(&current)).await?;
     let mut change = Change::begin(&state.db, caller.company_id).await?;

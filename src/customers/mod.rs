@@ -19,10 +19,10 @@ use crate::{
     state::AppState,
     auth::{Caller, Writer},
     change::Change,
-    conditional::{IfMatch, One},
+    conditional::One,
     db::{DbError, now_micros},
     error::{ApiError, FieldErrors, Problem},
-    extract::{JsonBody, path_id},
+    extract::{JsonBody, Replace, path_id},
     listing::{ListQuery, ListSpec, Page, RequestUrl},
     respond::unique_as_invalid,
     scope,
@@ -221,13 +221,8 @@ async fn create_customer(
 #[utoipa::path(put, path = "/api/v1/customers/{CustomerID}", tag = "customers", params(("CustomerID" = i64, Path)),
     request_body = CustomerInput,
     responses((status = 200, body = Customer, description = "The updated customer"), (status = 400, body = Problem), (status = 404, body = Problem), (status = 422, body = Problem)))]
-async fn update_customer(
-    State(state): State<AppState>,
-    Writer(caller): Writer,
-    Path(id): Path<String>,
-    if_match: IfMatch,
-    JsonBody(body): JsonBody<CustomerInput>,
-) -> Result<One<Customer>, ApiError> {
+async fn update_customer(State(state): State<AppState>, Writer(caller): Writer, put: Replace<CustomerInput>) -> Result<One<Customer>, ApiError> {
+    let Replace { id, if_match, input: body } = put;
     let current = visible_customer(&state, &caller, &id).await?;
     let (id, current_shop) = (current.id, current.fields.shop_id);
     let (fields, mut reader) = input::read(body, Some(current.fields.clone()));

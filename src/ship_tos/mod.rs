@@ -15,10 +15,10 @@ use crate::{
     body::{In, Reader},
     customers::visible_customer,
     change::Change,
-    conditional::{IfMatch, One},
+    conditional::One,
     db::{ShopFilter, now_micros},
     error::{ApiError, Problem},
-    extract::{JsonBody, path_id},
+    extract::{JsonBody, Replace, path_id},
     listing::{ListQuery, ListSpec, Page, RequestUrl},
     respond::unique_as_invalid,
     scope,
@@ -93,13 +93,8 @@ async fn create_ship_to(
 #[utoipa::path(put, path = "/api/v1/customers/{customer_id}/ship_tos/{ship_to_id}", tag = "customers",
     params(("customer_id" = i64, Path), ("ship_to_id" = i64, Path)), request_body = ShipToInput,
     responses((status = 200, body = ShipTo, description = "The updated ship-to"), (status = 400, body = Problem), (status = 404, body = Problem), (status = 422, body = Problem)))]
-async fn update_ship_to(
-    State(state): State<AppState>,
-    Writer(caller): Writer,
-    Path((customer_id, id)): Path<(String, String)>,
-    if_match: IfMatch,
-    JsonBody(input): JsonBody<ShipToInput>,
-) -> Result<One<ShipTo>, ApiError> {
+async fn update_ship_to(State(state): State<AppState>, Writer(caller): Writer, put: Replace<ShipToInput, (String, String)>) -> Result<One<ShipTo>, ApiError> {
+    let Replace { id: (customer_id, id), if_match, input } = put;
     let customer = visible_customer(&state, &caller, &customer_id).await?;
     let id = path_id(&id, "Ship-to")?;
     let current = store::find(&state.db, caller.company_id, customer.id, id).await?.ok_or_else(|| ApiError::not_found("Ship-to"))?;

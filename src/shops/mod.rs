@@ -18,10 +18,10 @@ use crate::{
     state::AppState,
     auth::{Admin, Caller, CompanyAdmin},
     change::Change,
-    conditional::{IfMatch, One},
+    conditional::One,
     bays::{model::Bay, store as bays},
     error::{ApiError, Problem},
-    extract::{JsonBody, QueryParams, path_id},
+    extract::{JsonBody, Replace, QueryParams, path_id},
     listing::{DataList, parse_filters},
     scope,
     shop_hours,
@@ -147,13 +147,8 @@ pub async fn create(change: &mut Change, fields: &ShopFields) -> Result<store::S
 /// shop-local date and time of the shop's appointments in the same transaction.
 #[utoipa::path(put, path = "/api/v1/shops/{id}", tag = "shops", params(("id" = i64, Path)), request_body = ShopInput,
     responses((status = 200, body = ShopInfo, description = "The updated shop"), (status = 404, body = Problem), (status = 422, body = Problem)))]
-async fn update_shop(
-    State(state): State<AppState>,
-    Admin(caller): Admin,
-    Path(id): Path<String>,
-    if_match: IfMatch,
-    JsonBody(input): JsonBody<ShopInput>,
-) -> Result<One<ShopInfo>, ApiError> {
+async fn update_shop(State(state): State<AppState>, Admin(caller): Admin, put: Replace<ShopInput>) -> Result<One<ShopInfo>, ApiError> {
+    let Replace { id, if_match, input } = put;
     let current = scope::visible_shop(&state.db, &caller, path_id(&id, "Shop")?).await?;
     let fields = input.into_fields(Some(current.fields.clone())).map_err(ApiError::Validation)?;
     // A new time zone moves the shop-local date and time stored with each appointment; both

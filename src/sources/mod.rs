@@ -13,9 +13,9 @@ use crate::{
     state::AppState,
     auth::{Admin, Caller},
     change::Change,
-    conditional::{IfMatch, One},
+    conditional::One,
     error::{ApiError, FieldErrors, Problem},
-    extract::{JsonBody, parse_bool, path_id},
+    extract::{JsonBody, Replace, parse_bool, path_id},
     listing::{ListQuery, ListSpec, Page, RequestUrl},
     respond::unique_as_invalid,
     scope, validate,
@@ -73,13 +73,8 @@ async fn create_source(State(state): State<AppState>, Admin(caller): Admin, Json
 /// Update a source (admin). The body is the create body; an omitted `active` keeps its value.
 #[utoipa::path(put, path = "/api/v1/settings/sources/{id}", tag = "settings", params(("id" = i64, Path)), request_body = SourceInput,
     responses((status = 200, body = Source, description = "The updated source"), (status = 404, body = Problem), (status = 422, body = Problem)))]
-async fn update_source(
-    State(state): State<AppState>,
-    Admin(caller): Admin,
-    Path(id): Path<String>,
-    if_match: IfMatch,
-    JsonBody(input): JsonBody<SourceInput>,
-) -> Result<One<Source>, ApiError> {
+async fn update_source(State(state): State<AppState>, Admin(caller): Admin, put: Replace<SourceInput>) -> Result<One<Source>, ApiError> {
+    let Replace { id, if_match, input } = put;
     let current = visible_source(&state, &caller, &id).await?;
     let (shop_id, name) = validate_source(&state, &caller, &input).await?;
     let mut change = Change::begin(&state.db, caller.company_id).await?;

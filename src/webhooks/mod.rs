@@ -22,11 +22,11 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 use crate::{
     auth::{Admin, Caller, parse_shop_list},
     change::Change,
-    conditional::{IfMatch, One},
+    conditional::One,
     db::{DbError, Query, ShopFilter},
     error::{ApiError, Problem},
     events::{Event, store::EventRow},
-    extract::{JsonBody, path_id},
+    extract::{JsonBody, Replace, Target, path_id},
     listing::{ListQuery, ListSpec, Page, RequestUrl},
     state::AppState,
 };
@@ -103,13 +103,8 @@ async fn get_webhook(State(state): State<AppState>, Admin(caller): Admin, Path(i
 #[utoipa::path(put, path = "/api/v1/webhooks/{id}", tag = "webhooks", params(("id" = i64, Path)), request_body = WebhookInput,
     responses((status = 200, body = Webhook, description = "The updated webhook"), (status = 400, body = Problem, description = "Malformed JSON"),
         (status = 404, body = Problem, description = "No such webhook"), (status = 422, body = Problem, description = "Invalid settings")))]
-async fn update_webhook(
-    State(state): State<AppState>,
-    Admin(caller): Admin,
-    Path(id): Path<String>,
-    if_match: IfMatch,
-    JsonBody(input): JsonBody<WebhookInput>,
-) -> Result<One<Webhook>, ApiError> {
+async fn update_webhook(State(state): State<AppState>, Admin(caller): Admin, put: Replace<WebhookInput>) -> Result<One<Webhook>, ApiError> {
+    let Replace { id, if_match, input } = put;
     let current = visible(&state, &caller, &id).await?;
     let shops = known_shops(&state, &caller, input.shop_ids.as_deref()).await?;
     let fields = model::read(input, Some(&current), &caller, &shops, state.config.webhook_allow_private)?;
@@ -123,7 +118,7 @@ async fn update_webhook(
 /// Delete a webhook and its delivery log (admin). Nothing more is sent to it.
 #[utoipa::path(delete, path = "/api/v1/webhooks/{id}", tag = "webhooks", params(("id" = i64, Path)),
     responses((status = 204, description = "Deleted"), (status = 404, body = Problem, description = "No such webhook")))]
-async fn delete_webhook(State(state): State<AppState>, Admin(caller): Admin, Path(id): Path<String>, if_match: IfMatch) -> Result<StatusCode, ApiError> {
+async fn delete_webhook(State(state): State<AppState>, Admin(caller): Admin, Target { id, if_match }: Target) -> Result<StatusCode, ApiError> {
     let current = visible(&state, &caller, &id).await?;
     let mut change = Change::begin(&state.db, caller.company_id).await?;
     if_match.verify::<Webhook, _>(&current, store::find(change.tx(), caller.company_id, current.id)).await?;
