@@ -119,12 +119,21 @@ fn filtered(db: &Db, company_id: i64, shops: &ShopFilter, filter: &CustomerFilte
         if let Some(value) = value {
             // On SQLite a value of three characters or more is first looked up in the trigram
             // index (migration 0005); the LIKE then decides, with the exact rules everywhere.
-            if db.is_sqlite() && value.chars().count() >= 3 {
+            let has_trigram = value.chars().count() >= 3;
+            if db.is_sqlite() && has_trigram {
                 q.push(" AND id IN (SELECT rowid FROM customers_search WHERE customers_search MATCH ")
                     .push_bind(trigram_phrase(column, value))
                     .push(")");
             }
-            q.push(" AND ").push(column).push(" LIKE ").push_bind(crate::db::like_contains(value)).push(" ESCAPE '\\'");
+            if db.is_sqlite() || has_trigram {
+                q.push(" AND ").push(column).push(" LIKE ").push_bind(crate::db::like_contains(value)).push(" ESCAPE '\\'");
+            } else {
+                // The same containment as the LIKE, in a statement of its own: after five runs
+                // PostgreSQL plans a prepared LIKE once for every value, through the trigram
+                // index, and for a term too short for a trigram that plan reads the whole index
+                // and rechecks every row (100 ms for `ez` on 200k customers, 4x a table scan).
+                q.push(" AND strpos(").push(column).push(", ").push_bind(value.clone()).push(") > 0");
+            }
         }
     }
     if let Some(number) = &filter.customer_number {

@@ -99,9 +99,10 @@ pub async fn fetch_page_with<T: FromRow>(db: &Db, rows: &Query, count: &Query, p
     Ok((found, total))
 }
 
-/// A short, non-empty page ends the list: its total follows without a count.
+/// A short page ends the list, and so does an empty first page: its total follows without a
+/// count. (An empty page further on says only that the list is shorter than its offset.)
 fn total_from_page(found: usize, limit: i64, offset: i64) -> Option<i64> {
-    (found > 0 && (found as i64) < limit).then_some(offset + found as i64)
+    ((found > 0 || offset == 0) && (found as i64) < limit).then_some(offset + found as i64)
 }
 
 #[cfg(test)]
@@ -117,5 +118,14 @@ mod tests {
         let mut q = Query::new("SELECT 1");
         PageRequest { limit: 10, ..Default::default() }.push_order_and_window(&mut q, "id");
         assert_eq!(q.sql(), "SELECT 1 ORDER BY id ASC LIMIT $1 OFFSET $2");
+    }
+
+    #[test]
+    fn a_page_gives_its_total_only_when_it_ends_the_list() {
+        assert_eq!(total_from_page(3, 10, 20), Some(23));
+        assert_eq!(total_from_page(0, 10, 0), Some(0));
+        // Full: more may follow. Empty past the start: the list may end anywhere before.
+        assert_eq!(total_from_page(10, 10, 0), None);
+        assert_eq!(total_from_page(0, 10, 20), None);
     }
 }
