@@ -599,10 +599,18 @@ async fn insert_rate(db: &Db, company_id: i64, shop_id: i64, concurrency: usize,
                 let mut f = bench_fields(shop_id, t as i64 * 1_000_000 + done as i64);
                 f.localize(chrono_tz::UTC);
                 if with_event {
-                    let mut change = Change::begin(&db, company_id).await?;
-                    let row = autoshop::appointments::store::insert(change.tx(), company_id, &f).await?;
-                    change.record("appointment.created", Some(shop_id), &autoshop::appointments::model::Appointment::from(row))?;
-                    change.commit().await?;
+                    // As `POST /api/v1/appointments` writes: the insert and its event together.
+                    let change = Change::begin(&db, company_id).await?;
+                    let insert = |id| autoshop::appointments::store::insert_new(company_id, id, &f, autoshop::db::now_micros());
+                    change
+                        .finish_insert("appointments", insert, move |row, outbox| {
+                            let row: autoshop::appointments::store::AppointmentRow = row?.ok_or(autoshop::db::DbError::NoRow)?;
+                            let appointment = autoshop::appointments::model::Appointment::from(row);
+                            outbox.record("appointment.created", Some(shop_id), &appointment)?;
+                            std::hint::black_box(serde_json::to_string(&appointment).map_err(|e| autoshop::error::ApiError::Internal(e.to_string()))?);
+                            Ok(())
+                        })
+                        .await?;
                 } else {
                     let mut tx = db.begin().await?;
                     let row = autoshop::appointments::store::insert(&mut tx, company_id, &f).await?;

@@ -132,9 +132,9 @@ async fn create_appointment(
     if let Some(hold) = &hold {
         crate::holds::consume(&mut change, hold).await?;
     }
-    let column_title = valid.column_title;
+    let (column_title, company_id, now) = (valid.column_title, caller.company_id, now_micros());
     change
-        .finish_with(store::insert_query(caller.company_id, &valid.fields, now_micros()), move |row, outbox| {
+        .finish_insert("appointments", |id| store::insert_new(company_id, id, &valid.fields, now), move |row, outbox| {
             let mut row: store::AppointmentRow = row?.ok_or(DbError::NoRow)?;
             row.column_title = column_title;
             let appointment = Appointment::from(row);

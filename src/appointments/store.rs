@@ -118,6 +118,21 @@ pub fn insert_query(company_id: i64, f: &AppointmentFields, created_at: i64) -> 
     bind_fields(q, f)
 }
 
+/// A new appointment's insert. With an id reserved beforehand (`Tx::reserve_id`) it returns
+/// nothing, and the row it stores comes with it: the caller answers from that row before the
+/// statement runs. Without one, the database assigns the id and the statement returns the row.
+pub fn insert_new(company_id: i64, id: Option<i64>, f: &AppointmentFields, created_at: i64) -> (Query, Option<AppointmentRow>) {
+    let Some(id) = id else { return (insert_query(company_id, f, created_at), None) };
+    let q = Query::new(format!(
+        "INSERT INTO appointments (company_id, created_at, updated_at, {WRITE_COLUMNS}, id) VALUES ($1, $2, $2, {}, $32)",
+        placeholders(3, 29)
+    ))
+    .bind(company_id)
+    .bind(created_at);
+    let row = AppointmentRow { id, fields: f.clone(), created_at, updated_at: created_at, deleted_at: None, column_title: None };
+    (bind_fields(q, f).bind(id), Some(row))
+}
+
 /// Many rows in one statement, `(fields, created_at)` each, with exactly the columns and shadow
 /// values of [`insert_query`] (the benchmark's data generator writes a million rows this way).
 /// Each row takes 30 placeholders: keep a statement under 1,000 rows for SQLite's limit.

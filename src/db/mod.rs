@@ -284,6 +284,16 @@ impl Tx {
     }
 
 
+    /// An id for a new row of `table` reserved before its insert, where the backend gives
+    /// one (PostgreSQL, from the table's sequence: [`postgres::next_id`]); `None` on SQLite,
+    /// whose one writer assigns ids as it inserts.
+    pub async fn reserve_id(&mut self, table: &'static str) -> Result<Option<i64>, DbError> {
+        match self {
+            Tx::Sqlite(_) => Ok(None),
+            Tx::Postgres(t) => postgres::next_id(&t.pg, &mut *t.tx, table).await.map(Some),
+        }
+    }
+
     /// Sends `payload` on `channel` to every listener of every process once this transaction
     /// commits (and never if it does not). On PostgreSQL it is sent right after the commit, not
     /// inside the transaction (see `postgres::announce`).

@@ -1,7 +1,7 @@
 //! PostgreSQL through sqlx: a pool per process, statements prepared and cached per connection.
 
 use std::{
-    collections::BTreeSet,
+    collections::{BTreeSet, HashMap},
     ops::Deref,
     str::FromStr,
     sync::{Arc, Mutex},
@@ -19,11 +19,35 @@ use super::{Arg, DbError, FromRow, Query, RowReader, notify::Notice};
 
 static MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("migrations/postgres");
 
-/// A pool, and the sender of the notices its transactions commit.
+/// A pool, the sender of the notices its transactions commit, and the ids it reserved.
 #[derive(Clone, Debug)]
 pub struct Pg {
     pool: PgPool,
     announcer: Arc<Announcer>,
+    reserved: Arc<Mutex<HashMap<&'static str, Vec<i64>>>>,
+}
+
+/// Ids taken from a table's sequence per round trip (see [`next_id`]).
+const ID_BLOCK: i64 = 32;
+
+/// The next id for a row of `table` (whose `id` is an identity column), from a block this
+/// process reserved: a write that knows its row's id before the insert can build its answer and
+/// events first and send them with the insert. Ids of a block are handed out in order; a block
+/// is `ID_BLOCK` ids from the sequence, so replicas interleave and an id says nothing about
+/// when its row committed (it never did: sequences are not transactional).
+pub async fn next_id(pg: &Pg, conn: &mut sqlx::PgConnection, table: &'static str) -> Result<i64, DbError> {
+    if let Some(id) = pg.reserved.lock().unwrap_or_else(|e| e.into_inner()).get_mut(table).and_then(Vec::pop) {
+        return Ok(id);
+    }
+    let q = Query::new("SELECT nextval(pg_get_serial_sequence($1, 'id')) FROM generate_series(1, $2)").bind(table).bind(ID_BLOCK);
+    let mut ids: Vec<i64> = fetch_all::<(i64,), _>(conn, &q).await?.into_iter().map(|(id,)| id).collect();
+    ids.sort_unstable_by(|a, b| b.cmp(a));
+    let first = ids.pop().ok_or(DbError::NoRow)?;
+    let mut reserved = pg.reserved.lock().unwrap_or_else(|e| e.into_inner());
+    let spare = reserved.entry(table).or_default();
+    spare.extend(ids);
+    spare.sort_unstable_by(|a, b| b.cmp(a));
+    Ok(first)
 }
 
 impl Deref for Pg {
@@ -46,7 +70,7 @@ pub fn connect(url: &str, max_connections: u32) -> anyhow::Result<Pg> {
         // Connect lazily so a replica can start while the database is still coming up;
         // `/readyz` reports when it is reachable.
         .connect_lazy_with(options);
-    Ok(Pg { pool, announcer: Arc::default() })
+    Ok(Pg { pool, announcer: Arc::default(), reserved: Arc::default() })
 }
 
 /// Notices to send once their transactions committed, outside any transaction: a `NOTIFY`

@@ -71,6 +71,27 @@ impl Query {
         self
     }
 
+    /// Appends `other`, its placeholders renumbered after this query's own: two statements
+    /// become one (the parts of a data-modifying `WITH`).
+    pub fn push_query(&mut self, other: Query) -> &mut Self {
+        let shift = self.args.len();
+        let mut chars = other.sql.chars().peekable();
+        while let Some(c) = chars.next() {
+            self.sql.push(c);
+            if c != '$' || !chars.peek().is_some_and(char::is_ascii_digit) {
+                continue;
+            }
+            let mut n = 0usize;
+            while let Some(d) = chars.peek().and_then(|d| d.to_digit(10)) {
+                n = n * 10 + d as usize;
+                chars.next();
+            }
+            self.sql.push_str(&(n + shift).to_string());
+        }
+        self.args.extend(other.args);
+        self
+    }
+
     /// Appends `(p1, p2, ...)` for an `IN` list. The caller ensures the list is not empty.
     pub fn push_in_list<T: Into<Arg> + Clone>(&mut self, values: &[T]) -> &mut Self {
         self.sql.push('(');
@@ -158,5 +179,17 @@ mod tests {
         assert_eq!(q.sql(), "SELECT 1 FROM t WHERE a = $1 AND b IN ($2, $3) AND c = $4");
         assert_eq!(q.args.len(), 4);
         assert_eq!(q.sqlite_sql(), "SELECT 1 FROM t WHERE a = ?1 AND b IN (?2, ?3) AND c = ?4");
+    }
+
+    #[test]
+    fn an_appended_query_numbers_its_placeholders_after_ours() {
+        let mut q = Query::new("WITH a AS (INSERT INTO t VALUES ($1, $2, $2))").bind(1i64).bind("x");
+        let events: Vec<i64> = (0..11).collect();
+        let mut other = Query::new("INSERT INTO u VALUES ($1, '$', $10, $11)").bind("y");
+        other.args.extend((1..11).map(|n| Arg::I64(Some(n))));
+        q.push(", b AS (").push_query(other).push(")");
+        assert_eq!(q.sql(), "WITH a AS (INSERT INTO t VALUES ($1, $2, $2)), b AS (INSERT INTO u VALUES ($3, '$', $12, $13))");
+        assert_eq!(q.args.len(), 2 + events.len());
+        assert_eq!(q.args[2], Arg::Text(Some("y".into())));
     }
 }

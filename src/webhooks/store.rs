@@ -101,15 +101,22 @@ pub struct InsertedEvent {
     pub webhooks: String,
 }
 
-/// PostgreSQL only: `insert` (the events insert of a change, whose `$1` is the company) and
-/// the company's enabled webhooks, in one statement, so the outbox costs one round trip.
-pub fn inserted_with_subscriptions(insert: Query) -> Query {
-    insert.wrapped(
-        "WITH ev AS (",
+/// PostgreSQL only: `insert` (the events insert of a change) and the company's enabled
+/// webhooks, in one statement, so the outbox costs one round trip; with `lead`, the change's
+/// last write too, so it costs none of its own.
+pub fn inserted_with_subscriptions(lead: Option<Query>, insert: Query, company_id: i64) -> Query {
+    // One statement: PostgreSQL runs every data-modifying part of a `WITH`, read or not.
+    let mut q = Query::new("WITH ");
+    if let Some(lead) = lead {
+        q.push("lead AS (").push_query(lead).push("), ");
+    }
+    q.push("ev AS (").push_query(insert).push(
         ") SELECT ev.xid, ev.id, ev.kind, ev.shop_id, ev.data, ev.created_at, \
          (SELECT COALESCE(json_agg(json_build_array(w.id, w.events, w.shop_ids)), '[]')::text \
-          FROM webhooks w WHERE w.company_id = $1 AND w.enabled) AS webhooks FROM ev",
-    )
+          FROM webhooks w WHERE w.company_id = ",
+    );
+    q.push_bind(company_id).push(" AND w.enabled) AS webhooks FROM ev");
+    q
 }
 
 impl InsertedEvent {

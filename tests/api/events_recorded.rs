@@ -1,13 +1,18 @@
 //! Every change records its event in the same transaction, with `data` equal to what the
 //! resource's own GET shows right after the change; a refused change records nothing.
 
-use std::time::{Duration, Instant};
+use std::{
+    collections::{BTreeMap, BTreeSet},
+    sync::Arc,
+    time::{Duration, Instant},
+};
 
 use serde_json::{Value, json};
 
 use crate::{
     appointments::{body, create_customer},
-    support::{Backend, TestApp},
+    receiver::Receiver,
+    support::{Backend, TestApp, test_config},
 };
 
 /// Events a new shop records: itself and its default sources.
@@ -17,6 +22,7 @@ crate::backend_tests!(
     every_write_records_its_event_with_the_get_representation,
     refused_writes_record_nothing,
     scoped_keys_see_only_their_shops_events,
+    racing_creates_record_one_event_and_one_delivery_each,
 );
 
 /// Reads the feed after `cursor` until `n` events came (PostgreSQL shows an event once every
@@ -207,4 +213,72 @@ async fn scoped_keys_see_only_their_shops_events(backend: Backend) {
     let seen = next_events(&app, &scoped, &mut cursor, SHOP_EVENTS + 1).await;
     assert!(seen.iter().all(|e| e["shop_id"] == mine), "{seen:?}");
     assert_eq!(seen.iter().filter(|e| e["type"] == "bay.created").count(), 1);
+}
+
+/// Appointment creates race on two servers (replicas with their own pools on PostgreSQL, where
+/// each reserves ids for the rows it inserts and sends the insert and its event as one
+/// statement), half of them keyed and sent to both servers at once: every appointment has
+/// exactly one `appointment.created` event, whose data is its GET representation, and one
+/// webhook delivery; no id is given twice; a keyed repeat writes nothing more.
+async fn racing_creates_record_one_event_and_one_delivery_each(backend: Backend) {
+    // A database of its own: only these servers deliver its webhooks.
+    let app = Arc::new(TestApp::spawn_isolated(backend, test_config()).await);
+    let key = app.admin_key.clone();
+    let shop = app.create_shop(&key, "Race", "UTC").await;
+    app.create_bay(&key, shop, "Lift 1", 0).await;
+    let receiver = Receiver::start(200).await;
+    let r = app.post(&key, "/api/v1/webhooks", json!({"url": receiver.url, "events": ["appointment.created"]})).await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    receiver.set_secret(r.body["secret"].as_str().unwrap());
+    let replica = app.spawn_replica().await;
+
+    let mut races = Vec::new();
+    for n in 0..40usize {
+        let mut b = body(shop, &format!("2030-02-{:02}T09:00:00Z", n % 28 + 1));
+        b["last_name"] = json!(format!("Racer{n}"));
+        if n % 3 == 0 {
+            b["column"] = json!("Lift 1");
+        }
+        let keyed = n % 2 == 0;
+        let bases = if keyed { vec![app.base.clone(), replica.clone()] } else { vec![[&app.base, &replica][n % 4 / 2].clone()] };
+        for base in bases {
+            let (app, b) = (app.clone(), b.clone());
+            races.push(tokio::spawn(async move {
+                let mut post = app.client.post(format!("{base}/api/v1/appointments")).bearer_auth(&app.admin_key).json(&b);
+                if keyed {
+                    post = post.header("idempotency-key", format!("created-{n}"));
+                }
+                let r = post.send().await.unwrap();
+                (n, r.status().as_u16(), r.json::<Value>().await.unwrap())
+            }));
+        }
+    }
+    let mut created: BTreeMap<usize, BTreeSet<i64>> = BTreeMap::new();
+    for race in races {
+        let (n, status, answer) = race.await.unwrap();
+        assert_eq!(status, 201, "create {n}: {answer}");
+        created.entry(n).or_default().insert(answer["appointment_id"].as_i64().unwrap());
+    }
+    assert!(created.values().all(|ids| ids.len() == 1), "a keyed repeat answers the same appointment: {created:?}");
+    let ids: BTreeSet<i64> = created.values().flatten().copied().collect();
+    assert_eq!(ids.len(), 40, "every create has an id of its own: {created:?}");
+
+    let mut cursor = None;
+    // The admin key's, the shop's, the bay's, then the creates'.
+    let events = next_events(&app, &key, &mut cursor, 1 + SHOP_EVENTS + 1 + 40).await;
+    let mut by_id: BTreeMap<i64, Value> = BTreeMap::new();
+    for e in events.iter().filter(|e| e["type"] == "appointment.created") {
+        let id = e["data"]["appointment_id"].as_i64().unwrap();
+        assert!(by_id.insert(id, e["data"].clone()).is_none(), "two events for appointment {id}");
+    }
+    assert_eq!(by_id.keys().copied().collect::<BTreeSet<i64>>(), ids);
+    for (id, data) in &by_id {
+        let get = app.get(&key, &format!("/api/v1/appointments/{id}")).await;
+        assert_eq!(data, get.ok(), "appointment {id}: the event's data must be the GET representation");
+    }
+    let delivered = receiver.wait_for(40, 30).await;
+    let event_ids: BTreeSet<&str> = events.iter().filter(|e| e["type"] == "appointment.created").map(|e| e["id"].as_str().unwrap()).collect();
+    let delivered_ids: BTreeSet<&str> = delivered.iter().map(|d| d.webhook_id.as_str()).collect();
+    assert_eq!(delivered_ids, event_ids, "one delivery per event");
+    assert!(delivered.iter().all(|d| d.signature_ok));
 }
