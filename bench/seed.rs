@@ -598,26 +598,22 @@ async fn insert_rate(db: &Db, company_id: i64, shop_id: i64, concurrency: usize,
             while started.elapsed() < length {
                 let mut f = bench_fields(shop_id, t as i64 * 1_000_000 + done as i64);
                 f.localize(chrono_tz::UTC);
-                if with_event {
-                    // As `POST /api/v1/appointments` writes: the insert and its event together.
-                    let change = Change::begin(&db, company_id).await?;
-                    let insert = |id| autoshop::appointments::store::insert_new(company_id, id, &f, autoshop::db::now_micros());
-                    change
-                        .finish_insert("appointments", insert, move |row, outbox| {
-                            let row: autoshop::appointments::store::AppointmentRow = row?.ok_or(autoshop::db::DbError::NoRow)?;
-                            let appointment = autoshop::appointments::model::Appointment::from(row);
+                // As `POST /api/v1/appointments` writes (one hand-off to SQLite's writer; the
+                // insert and its event in one statement on PostgreSQL), with the event or not.
+                let change = Change::begin(&db, company_id).await?;
+                let insert = |id| autoshop::appointments::store::insert_new(company_id, id, &f, autoshop::db::now_micros());
+                change
+                    .finish_insert("appointments", insert, move |row, outbox| {
+                        let row: autoshop::appointments::store::AppointmentRow = row?.ok_or(autoshop::db::DbError::NoRow)?;
+                        let appointment = autoshop::appointments::model::Appointment::from(row);
+                        if with_event {
                             outbox.record("appointment.created", Some(shop_id), &appointment)?;
-                            std::hint::black_box(serde_json::to_string(&appointment).map_err(|e| autoshop::error::ApiError::Internal(e.to_string()))?);
-                            Ok(())
-                        })
-                        .await?;
-                } else {
-                    let mut tx = db.begin().await?;
-                    let row = autoshop::appointments::store::insert(&mut tx, company_id, &f).await?;
-                    // The same serialisation a handler does for its response.
-                    std::hint::black_box(serde_json::to_string(&autoshop::appointments::model::Appointment::from(row))?);
-                    tx.commit().await?;
-                }
+                        }
+                        // The same serialisation a handler does for its response.
+                        std::hint::black_box(serde_json::to_string(&appointment).map_err(|e| autoshop::error::ApiError::Internal(e.to_string()))?);
+                        Ok(())
+                    })
+                    .await?;
                 done += 1;
             }
             anyhow::Ok(done)
