@@ -121,13 +121,20 @@ impl Change {
 
     /// Writes the recorded events and the webhook deliveries they call for, and the response
     /// of a keyed request, and commits; answered once the change is durable.
-    pub async fn commit(mut self) -> Result<(), DbError> {
+    pub async fn commit(self) -> Result<(), DbError> {
+        self.commit_led_by(None).await
+    }
+
+    /// [`Change::commit`], with `lead` (a last write) sent in one statement with the first
+    /// events' insert on PostgreSQL.
+    async fn commit_led_by(mut self, lead: Option<Query>) -> Result<(), DbError> {
         let slot = idempotency::current();
         if !self.outbox.events.is_empty() {
             self.tx.notify(events::CHANNEL, self.outbox.company_id.to_string()).await?;
         }
         let stores_answer = slot.is_some() && self.outbox.replay.is_some();
-        let last = self.outbox.last_statements(slot.clone());
+        let mut last = self.outbox.last_statements(slot.clone());
+        last.lead = lead;
         let queued = self.tx.commit_with(last).await?;
         finished(slot.filter(|_| stores_answer), queued);
         Ok(())
@@ -178,13 +185,7 @@ impl Change {
         let (q, known) = insert(id);
         let Some(row) = known else { return self.finish(q, None, respond).await };
         let value = respond(Ok(Some(row)), &mut self.outbox)?;
-        let slot = idempotency::current();
-        self.tx.notify(events::CHANNEL, self.outbox.company_id.to_string()).await?;
-        let stores_answer = slot.is_some() && self.outbox.replay.is_some();
-        let mut last = self.outbox.last_statements(slot.clone());
-        last.lead = Some(q);
-        let queued = self.tx.commit_with(last).await?;
-        finished(slot.filter(|_| stores_answer), queued);
+        self.commit_led_by(Some(q)).await?;
         Ok(value)
     }
 

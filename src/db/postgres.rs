@@ -40,14 +40,13 @@ pub async fn next_id(pg: &Pg, conn: &mut sqlx::PgConnection, table: &'static str
         return Ok(id);
     }
     let q = Query::new("SELECT nextval(pg_get_serial_sequence($1, 'id')) FROM generate_series(1, $2)").bind(table).bind(ID_BLOCK);
-    let mut ids: Vec<i64> = fetch_all::<(i64,), _>(conn, &q).await?.into_iter().map(|(id,)| id).collect();
-    ids.sort_unstable_by(|a, b| b.cmp(a));
-    let first = ids.pop().ok_or(DbError::NoRow)?;
+    let block: Vec<(i64,)> = fetch_all(conn, &q).await?;
     let mut reserved = pg.reserved.lock().unwrap_or_else(|e| e.into_inner());
+    // Kept highest first, so the lowest goes out next (another task may have added a block).
     let spare = reserved.entry(table).or_default();
-    spare.extend(ids);
+    spare.extend(block.into_iter().map(|(id,)| id));
     spare.sort_unstable_by(|a, b| b.cmp(a));
-    Ok(first)
+    spare.pop().ok_or(DbError::NoRow)
 }
 
 impl Deref for Pg {
