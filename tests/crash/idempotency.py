@@ -5,8 +5,10 @@ Booking clients create appointments with an Idempotency-Key each and, like a car
 integration, retry the same request with the same key on any network error, 409 or 5xx until
 they get an answer. Meanwhile the server is killed with SIGKILL at random moments (between and
 in the middle of requests) and started again. At the end every booking must exist exactly once
-(no duplicate from a retry, no write lost after its answer), and every answer a client got for
-a key must name that one appointment.
+(no duplicate from a retry, no write lost after its answer), every answer a client got for
+a key must name that one appointment, and the feed must hold exactly one `appointment.created`
+for each stored appointment and none for any other (the event commits with its row, which on
+PostgreSQL travels in the same statement).
 
 Standard library only; traffic stays on 127.0.0.1.
 """
@@ -45,6 +47,18 @@ def get(base, key, path):
     req.add_header("Authorization", f"Bearer {key}")
     with urllib.request.urlopen(req, timeout=10) as resp:
         return json.loads(resp.read())
+
+
+def created_events(base, key, shop_id):
+    """The appointment ids of the shop's `appointment.created` events, in feed order."""
+    after, ids = None, []
+    while True:
+        path = f"/api/v1/events?filter[shop_id]={shop_id}&filter[type]=appointment.created&limit=1000"
+        page = get(base, key, path + (f"&after={after}" if after else ""))
+        ids += [e["data"]["appointment_id"] for e in page["data"]]
+        if not page["data"] or not page.get("next_after"):
+            return ids
+        after = page["next_after"]
 
 
 class Booker(threading.Thread):
@@ -126,7 +140,7 @@ def main():
                 if b.error:
                     sys.exit(b.error)
 
-            booked = 0
+            booked, stored_ids = 0, []
             for b in bookers:
                 for last_name, ids in b.answers.items():
                     if len(set(ids)) != 1:
@@ -137,13 +151,22 @@ def main():
                     if stored != ids[:1]:
                         sys.exit(f"{last_name}: answered {ids[0]}, stored {stored} (duplicate or lost write)")
                     booked += 1
+                    stored_ids += stored
             total = get(server.base, key, f"/api/v1/appointments?filter[shop_id]={shop['shop_id']}&filter[trashed]=with&pageSize=1")
             if total["meta"]["total"] != booked:
                 sys.exit(f"{total['meta']['total']} appointments stored for {booked} bookings")
+            # PostgreSQL shows an event once every older transaction has ended: wait for all.
+            deadline = time.time() + 10
+            while len(events := created_events(server.base, key, shop["shop_id"])) < booked and time.time() < deadline:
+                time.sleep(0.1)
+            if sorted(events) != sorted(stored_ids):
+                missing, extra = set(stored_ids) - set(events), [i for i in events if events.count(i) > 1 or i not in stored_ids]
+                sys.exit(f"events do not match the stored appointments: {len(events)} events for {booked}; "
+                         f"without an event {sorted(missing)[:10]}, extra or repeated {sorted(set(extra))[:10]}")
             retries = sum(b.retries for b in bookers)
             replays = sum(b.replays for b in bookers)
             print(f"idempotency: {booked} bookings across {args.kills} SIGKILLs, {retries} retried requests, "
-                  f"{replays} replayed answers; each stored exactly once")
+                  f"{replays} replayed answers; each stored exactly once, with exactly one event")
             server.stop()
         finally:
             if server.proc and server.proc.poll() is None:
