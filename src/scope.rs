@@ -43,6 +43,22 @@ pub async fn visible_shop(db: &Db, caller: &Caller, shop_id: i64) -> Result<shop
     shops::find(db, caller.company_id, shop_id).await?.ok_or_else(|| ApiError::not_found("Shop"))
 }
 
+/// [`body_shop`], with the id and title of each of the shop's bays, read in the same statement.
+pub async fn body_shop_with_bays(
+    db: &Db,
+    caller: &Caller,
+    shop_id: i64,
+    errors: &mut FieldErrors,
+) -> Result<Option<(shops::ShopRow, Vec<(i64, String)>)>, ApiError> {
+    if caller.can_see_shop(shop_id) {
+        if let Some(found) = shops::find_with_bays(db, caller.company_id, shop_id).await? {
+            return Ok(Some(found));
+        }
+    }
+    errors.add("shop_id", "The selected shop_id is invalid.");
+    Ok(None)
+}
+
 /// Checks a `shop_id` given in a request body: unknown or out of scope is a 422 on that field.
 pub async fn body_shop(
     db: &Db,

@@ -8,9 +8,8 @@ use super::{
 };
 use crate::{
     auth::Caller,
-    bays::store as bays,
     customers::store::{self as customers, CustomerRow},
-    db::{Db, ShopFilter},
+    db::Db,
     error::{ApiError, FieldErrors},
     scope,
     shops::store::ShopRow,
@@ -60,13 +59,17 @@ pub async fn validate(db: &Db, caller: &Caller, mut input: AppointmentInput, cur
     let stored = current.map(|c| &c.fields);
 
     // The shop (its zone reads local dates) and the customer (fills names and e-mail).
-    let shop: Option<ShopRow> = match &input.shop_id {
-        Patch::Value(id) => scope::body_shop(db, caller, Some(*id), &mut errors).await?,
+    // A bay named by title: the shop's bays come with its row.
+    let names_bay = matches!(&input.column, Patch::Value(title) if !title.trim().is_empty());
+    let (shop, bays): (Option<ShopRow>, Option<Vec<(i64, String)>>) = match &input.shop_id {
+        Patch::Value(id) if names_bay => scope::body_shop_with_bays(db, caller, *id, &mut errors).await?.unzip(),
+        Patch::Value(id) => (scope::body_shop(db, caller, Some(*id), &mut errors).await?, None),
         _ => {
             errors.add("shop_id", "The shop_id field is required.");
-            None
+            (None, None)
         }
     };
+    let bays = bays.unwrap_or_default();
     let tz = shop.as_ref().map(ShopRow::tz).unwrap_or(chrono_tz::UTC);
     let new_customer = linked_customer(db, caller, &input.customer_id, stored, &mut errors).await?;
     let customer_id = input.customer_id.clone().apply(stored.and_then(|c| c.customer_id));
@@ -74,7 +77,7 @@ pub async fn validate(db: &Db, caller: &Caller, mut input: AppointmentInput, cur
     let vehicle = vehicle_and_phones(&mut errors, &mut input);
     let (first_name, last_name, email) = contact(&mut errors, &mut input, new_customer.as_ref(), stored);
     let (hours, done, source) = work(&mut errors, &input, stored);
-    let (bay_id, column_title) = bay(db, caller.company_id, &mut errors, &input.column, shop.as_ref(), current).await?;
+    let (bay_id, column_title) = bay(&mut errors, &input.column, shop.as_ref(), &bays, current);
     let reason = text(&mut errors, "reason", input.reason.apply(stored.and_then(|c| c.reason.clone())));
     let status = text(&mut errors, "status", input.status.apply(stored.and_then(|c| c.status.clone())));
     let vehicle_id = positive_id(&mut errors, "vehicle_id", input.vehicle_id.apply(stored.and_then(|c| c.vehicle_id)));
@@ -241,36 +244,36 @@ fn work(errors: &mut FieldErrors, input: &AppointmentInput, stored: Option<&Appo
     (hours, done, source)
 }
 
-/// The bay, named by title among the shop's bays, and its title; an omitted column keeps its
-/// bay unless the appointment moves to another shop.
-async fn bay(
-    db: &Db,
-    company_id: i64,
+/// The bay, named by title among the shop's `bays` (id and title each), and its title; an
+/// omitted column keeps its bay unless the appointment moves to another shop.
+fn bay(
     errors: &mut FieldErrors,
     column: &Patch<String>,
     shop: Option<&ShopRow>,
+    bays: &[(i64, String)],
     current: Option<&AppointmentRow>,
-) -> Result<(Option<i64>, Option<String>), ApiError> {
+) -> (Option<i64>, Option<String>) {
     match column {
         Patch::Value(title) if !title.trim().is_empty() => {
-            let Some(shop) = shop else { return Ok((None, None)) };
+            if shop.is_none() {
+                return (None, None);
+            }
             let wanted = title.trim().to_lowercase();
-            let bays = bays::for_shops(db, company_id, &ShopFilter::Only(vec![shop.id])).await?;
-            match bays.into_iter().find(|b| b.title.to_lowercase() == wanted) {
-                Some(bay) => Ok((Some(bay.id), Some(bay.title))),
+            match bays.iter().find(|(_, title)| title.to_lowercase() == wanted) {
+                Some((id, title)) => (Some(*id), Some(title.clone())),
                 None => {
                     errors.add("column", "The column field must name a bay of the appointment's shop.");
-                    Ok((None, None))
+                    (None, None)
                 }
             }
         }
-        Patch::Value(_) | Patch::Null => Ok((None, None)),
+        Patch::Value(_) | Patch::Null => (None, None),
         Patch::Missing => {
-            let Some(current) = current.filter(|c| c.fields.bay_id.is_some()) else { return Ok((None, None)) };
+            let Some(current) = current.filter(|c| c.fields.bay_id.is_some()) else { return (None, None) };
             if shop.is_some_and(|s| s.id != current.fields.shop_id) {
                 errors.add("column", "The column field must name a bay of the new shop (or be null) when shop_id changes.");
             }
-            Ok((current.fields.bay_id, current.column_title.clone()))
+            (current.fields.bay_id, current.column_title.clone())
         }
     }
 }

@@ -24,6 +24,29 @@ pub async fn find(from: impl Into<Reader<'_>>, company_id: i64, id: i64) -> Resu
     from.into().fetch_optional(company_row(COLUMNS, "shops", company_id, id)).await
 }
 
+/// A shop's row and the id and title of each of its bays (by `sort_order`), or `None`: one
+/// read where a write checks both (an appointment names its bay by title).
+pub async fn find_with_bays(db: &Db, company_id: i64, id: i64) -> Result<Option<(ShopRow, Vec<(i64, String)>)>, DbError> {
+    let q = Query::new(
+        "SELECT s.id, s.company_id, s.name, s.address, s.city, s.state, s.zip, s.phone, s.email, s.website, s.timezone, \
+         b.id AS bay_id, b.title AS bay_title FROM shops s LEFT JOIN bays b ON b.company_id = s.company_id AND b.shop_id = s.id \
+         WHERE s.company_id = $1 AND s.id = $2 ORDER BY b.sort_order, b.id",
+    )
+    .bind(company_id)
+    .bind(id);
+    let rows: Vec<ShopAndBay> = db.fetch_all(&q).await?;
+    let bays = rows.iter().filter_map(|r| Some((r.bay_id?, r.bay_title.clone()?))).collect();
+    Ok(rows.into_iter().next().map(|r| (r.shop, bays)))
+}
+
+#[derive(crate::db::FromRow)]
+struct ShopAndBay {
+    #[row(flatten)]
+    shop: ShopRow,
+    bay_id: Option<i64>,
+    bay_title: Option<String>,
+}
+
 pub async fn list(db: &Db, company_id: i64, shops: &ShopFilter) -> Result<Vec<ShopRow>, DbError> {
     let mut q = Query::new(format!("SELECT {COLUMNS} FROM shops WHERE company_id = $1")).bind(company_id);
     shops.push_sql(&mut q, "id");
