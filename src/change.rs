@@ -135,7 +135,11 @@ impl Change {
         let stores_answer = slot.is_some() && self.outbox.replay.is_some();
         let mut last = self.outbox.last_statements(slot.clone());
         last.lead = lead;
-        let queued = self.tx.commit_with(last).await?;
+        let queued = if self.tx.can_commit_alone() && last.commit_alone(&mut self.tx).await? {
+            0
+        } else {
+            self.tx.commit_with(last).await?
+        };
         finished(slot.filter(|_| stores_answer), queued);
         Ok(())
     }
@@ -276,6 +280,36 @@ struct LastStatements {
 
 /// Events per `INSERT` (5 values each: under both databases' limits on placeholders).
 const EVENTS_CHUNK: usize = 1000;
+
+impl LastStatements {
+    /// On PostgreSQL, before any statement began the transaction: when these statements are
+    /// one (a last write, at most one events insert, a keyed request's answer), sends it
+    /// without `BEGIN` and `COMMIT`. A company with webhooks needs their deliveries written in
+    /// the same transaction, and an answer that another request stored first must fail the
+    /// change: the statement then undoes itself and `false` says to run these in a transaction
+    /// (which tells the answer apart). Companies seen with webhooks go there directly for a while.
+    async fn commit_alone(&self, tx: &mut Tx) -> Result<bool, DbError> {
+        let answer = self.stored_answer.as_ref().map(|(q, _)| q.clone());
+        let Some(events) = self.events.first() else {
+            let Some(lead) = self.lead.clone().filter(|_| answer.is_none()) else { return Ok(false) };
+            let lead = lead.wrapped("WITH lead AS (", ") SELECT CAST(1 AS BIGINT)");
+            return Ok(tx.commit_alone::<(i64,)>(&lead).await?.is_ok());
+        };
+        if self.events.len() > 1 || webhooks::subscribed_lately(self.company_id) {
+            return Ok(false);
+        }
+        let q = webhooks::store::inserted_unless_subscribed(self.lead.clone(), events.clone(), answer, self.company_id);
+        match tx.commit_alone::<(i64, String)>(&q).await? {
+            Ok(_) => Ok(true),
+            Err(reason) => {
+                if reason == webhooks::store::HAS_WEBHOOKS {
+                    webhooks::note_subscribed(self.company_id);
+                }
+                Ok(false)
+            }
+        }
+    }
+}
 
 impl Finish for LastStatements {
     /// How many webhook deliveries were queued.

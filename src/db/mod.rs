@@ -197,11 +197,12 @@ impl Db {
 
     /// Starts a write transaction. On SQLite it is a savepoint in the writer's next group
     /// commit, holding the writer from its first statement to its commit: keep it short and do
-    /// no other I/O while it is open.
+    /// no other I/O while it is open. On PostgreSQL it begins with its first statement (see
+    /// [`Tx::commit_alone`]).
     pub async fn begin(&self) -> Result<Tx, DbError> {
         Ok(match self {
             Db::Sqlite(db) => Tx::Sqlite(db.begin().await?),
-            Db::Postgres(pg) => Tx::Postgres(PgTx { tx: pg.begin().await?, pg: pg.clone(), notices: Vec::new() }),
+            Db::Postgres(pg) => Tx::Postgres(PgTx { tx: None, pg: pg.clone(), notices: Vec::new() }),
         })
     }
 
@@ -246,10 +247,23 @@ pub enum Tx {
 }
 
 pub struct PgTx {
-    tx: sqlx::Transaction<'static, sqlx::Postgres>,
+    /// Begun by the first statement: a change whose only statement is its last one sends it
+    /// without `BEGIN` and `COMMIT` ([`Tx::commit_alone`]).
+    tx: Option<sqlx::Transaction<'static, sqlx::Postgres>>,
     pg: Pg,
     /// Sent once the transaction committed.
     notices: Vec<notify::Notice>,
+}
+
+impl PgTx {
+    /// The transaction's connection, beginning the transaction if no statement did yet.
+    async fn conn(&mut self) -> Result<&mut sqlx::PgConnection, DbError> {
+        let tx = match &mut self.tx {
+            Some(tx) => tx,
+            none => none.insert(self.pg.begin().await?),
+        };
+        Ok(&mut **tx)
+    }
 }
 
 impl Tx {
@@ -259,7 +273,7 @@ impl Tx {
                 let q = q.clone();
                 tx.run(move |conn| sqlite::fetch_all(conn, &q)).await
             }
-            Tx::Postgres(t) => postgres::fetch_all(&mut *t.tx, q).await,
+            Tx::Postgres(t) => postgres::fetch_all(t.conn().await?, q).await,
         }
     }
 
@@ -269,7 +283,7 @@ impl Tx {
                 let q = q.clone();
                 tx.run(move |conn| sqlite::fetch_optional(conn, &q)).await
             }
-            Tx::Postgres(t) => postgres::fetch_optional(&mut *t.tx, q).await,
+            Tx::Postgres(t) => postgres::fetch_optional(t.conn().await?, q).await,
         }
     }
 
@@ -279,7 +293,7 @@ impl Tx {
                 let q = q.clone();
                 tx.run(move |conn| sqlite::execute(conn, &q)).await
             }
-            Tx::Postgres(t) => postgres::execute(&mut *t.tx, q).await,
+            Tx::Postgres(t) => postgres::execute(t.conn().await?, q).await,
         }
     }
 
@@ -290,7 +304,8 @@ impl Tx {
     pub async fn reserve_id(&mut self, table: &'static str) -> Result<Option<i64>, DbError> {
         match self {
             Tx::Sqlite(_) => Ok(None),
-            Tx::Postgres(t) => postgres::next_id(&t.pg, &mut *t.tx, table).await.map(Some),
+            Tx::Postgres(PgTx { tx: Some(tx), pg, .. }) => postgres::next_id(pg, &mut **tx, table).await.map(Some),
+            Tx::Postgres(PgTx { tx: None, pg, .. }) => postgres::next_id(pg, &**pg, table).await.map(Some),
         }
     }
 
@@ -329,13 +344,36 @@ impl Tx {
         match self {
             Tx::Sqlite(tx) => tx.commit().await,
             Tx::Postgres(t) => {
-                t.tx.commit().await?;
+                if let Some(tx) = t.tx {
+                    tx.commit().await?;
+                }
                 if !t.notices.is_empty() {
                     postgres::announce(&t.pg, t.notices);
                 }
                 Ok(())
             }
         }
+    }
+
+    /// Whether [`Tx::commit_alone`] may run: on PostgreSQL before any statement began the
+    /// transaction. (SQLite's writer commits a whole change in one hand-off already.)
+    pub fn can_commit_alone(&self) -> bool {
+        matches!(self, Tx::Postgres(PgTx { tx: None, .. }))
+    }
+
+    /// Runs `q` as the whole transaction, before any statement began it, on PostgreSQL: one
+    /// statement commits atomically and durably on its own, so `BEGIN` and `COMMIT` (two round
+    /// trips of the three) are saved. Call it only when [`Tx::can_commit_alone`]. `Ok(Err(reason))`
+    /// when `q` refused to run alone (a `refuse_outside_transaction(reason)` call in it raised,
+    /// so nothing of it was written): run the change in the transaction instead.
+    pub async fn commit_alone<T: FromRow>(&mut self, q: &Query) -> Result<Result<Vec<T>, String>, DbError> {
+        let Tx::Postgres(t) = self else { return Ok(Err("SQLite runs a change in one hand-off".into())) };
+        debug_assert!(t.tx.is_none(), "commit_alone after a statement began the transaction");
+        let rows = postgres::fetch_all_unless_refused(&t.pg, q).await?;
+        if rows.is_ok() && !t.notices.is_empty() {
+            postgres::announce(&t.pg, std::mem::take(&mut t.notices));
+        }
+        Ok(rows)
     }
 }
 

@@ -35,7 +35,10 @@ const ID_BLOCK: i64 = 32;
 /// events first and send them with the insert. Ids of a block are handed out in order; a block
 /// is `ID_BLOCK` ids from the sequence, so replicas interleave and an id says nothing about
 /// when its row committed (it never did: sequences are not transactional).
-pub async fn next_id(pg: &Pg, conn: &mut sqlx::PgConnection, table: &'static str) -> Result<i64, DbError> {
+///
+/// `conn` runs the reservation: the transaction's connection once it began (a second connection
+/// from the pool, while holding one, could wait on a pool that requests like it exhausted).
+pub async fn next_id<'c, E: Executor<'c, Database = Postgres>>(pg: &Pg, conn: E, table: &'static str) -> Result<i64, DbError> {
     if let Some(id) = pg.reserved.lock().unwrap_or_else(|e| e.into_inner()).get_mut(table).and_then(Vec::pop) {
         return Ok(id);
     }
@@ -158,6 +161,19 @@ pub async fn fetch_optional<'c, T: FromRow, E: Executor<'c, Database = Postgres>
 
 pub async fn execute<'c, E: Executor<'c, Database = Postgres>>(exec: E, q: &Query) -> Result<u64, DbError> {
     Ok(bound(q).execute(exec).await?.rows_affected())
+}
+
+/// The SQLSTATE that `refuse_outside_transaction()` (migration 0016) raises.
+const REFUSED_OUTSIDE_TRANSACTION: &str = "AS001";
+
+/// `q`'s rows, run on its own (outside any transaction), or why it refused to run that way
+/// (see [`super::Tx::commit_alone`]): its error undid all of it.
+pub async fn fetch_all_unless_refused<T: FromRow>(pg: &Pg, q: &Query) -> Result<Result<Vec<T>, String>, DbError> {
+    match bound(q).fetch_all(&pg.pool).await {
+        Ok(rows) => rows.iter().map(|r| T::from_row(&mut RowReader::postgres(r))).collect::<Result<_, _>>().map(Ok),
+        Err(sqlx::Error::Database(e)) if e.code().as_deref() == Some(REFUSED_OUTSIDE_TRANSACTION) => Ok(Err(e.message().to_owned())),
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// Reads `q` on a connection of its own (outside the pool), sending its rows in batches (see

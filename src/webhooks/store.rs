@@ -105,17 +105,44 @@ pub struct InsertedEvent {
 /// webhooks, in one statement, so the outbox costs one round trip; with `lead`, the change's
 /// last write too, so it costs none of its own.
 pub fn inserted_with_subscriptions(lead: Option<Query>, insert: Query, company_id: i64) -> Query {
-    // One statement: PostgreSQL runs every data-modifying part of a `WITH`, read or not.
+    let mut q = with_inserted(lead, insert);
+    q.push(" SELECT ev.xid, ev.id, ev.kind, ev.shop_id, ev.data, ev.created_at, (SELECT COALESCE(json_agg(json_build_array(w.id, w.events, w.shop_ids)), '[]')::text FROM webhooks w WHERE w.company_id = ");
+    q.push_bind(company_id).push(" AND w.enabled) AS webhooks FROM ev");
+    q
+}
+
+/// Why [`inserted_unless_subscribed`] refuses when the company has webhooks.
+pub const HAS_WEBHOOKS: &str = "the company has webhooks";
+
+/// [`inserted_with_subscriptions`] for a statement sent outside any transaction, returning
+/// each event's id alone, with `exactly_one` (another write of the change, which must change
+/// exactly one row: a keyed request's stored answer). It raises (`refuse_outside_transaction`),
+/// and so undoes all of itself, when the company has an enabled webhook (whose deliveries must
+/// be written in the same transaction) or when `exactly_one` changed no row.
+
+pub fn inserted_unless_subscribed(lead: Option<Query>, insert: Query, exactly_one: Option<Query>, company_id: i64) -> Query {
+    let mut q = with_inserted(lead, insert);
+    let one_changed = match exactly_one {
+        Some(write) => {
+            q.push(", one AS (").push_query(write).push(" RETURNING 1)");
+            " WHEN NOT EXISTS (SELECT 1 FROM one) THEN refuse_outside_transaction('its other write changed no row')"
+        }
+        None => "",
+    };
+    q.push(" SELECT ev.id, CASE WHEN EXISTS (SELECT 1 FROM webhooks w WHERE w.company_id = ");
+    q.push_bind(company_id).push(" AND w.enabled) THEN refuse_outside_transaction('").push(HAS_WEBHOOKS).push("')");
+    q.push(one_changed).push(" ELSE '' END FROM ev");
+    q
+}
+
+/// `WITH [lead AS (lead),] ev AS (insert)`: one statement, as PostgreSQL runs every
+/// data-modifying part of a `WITH`, read or not.
+fn with_inserted(lead: Option<Query>, insert: Query) -> Query {
     let mut q = Query::new("WITH ");
     if let Some(lead) = lead {
         q.push("lead AS (").push_query(lead).push("), ");
     }
-    q.push("ev AS (").push_query(insert).push(
-        ") SELECT ev.xid, ev.id, ev.kind, ev.shop_id, ev.data, ev.created_at, \
-         (SELECT COALESCE(json_agg(json_build_array(w.id, w.events, w.shop_ids)), '[]')::text \
-          FROM webhooks w WHERE w.company_id = ",
-    );
-    q.push_bind(company_id).push(" AND w.enabled) AS webhooks FROM ev");
+    q.push("ev AS (").push_query(insert).push(")");
     q
 }
 

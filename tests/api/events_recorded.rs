@@ -23,6 +23,8 @@ crate::backend_tests!(
     refused_writes_record_nothing,
     scoped_keys_see_only_their_shops_events,
     racing_creates_record_one_event_and_one_delivery_each,
+    creates_reach_webhooks_made_on_another_replica,
+    a_statement_sent_alone_writes_all_or_nothing,
 );
 
 /// Reads the feed after `cursor` until `n` events came (PostgreSQL shows an event once every
@@ -281,4 +283,130 @@ async fn racing_creates_record_one_event_and_one_delivery_each(backend: Backend)
     let delivered_ids: BTreeSet<&str> = delivered.iter().map(|d| d.webhook_id.as_str()).collect();
     assert_eq!(delivered_ids, event_ids, "one delivery per event");
     assert!(delivered.iter().all(|d| d.signature_ok));
+}
+
+/// Creates `n` appointments at once, spread over `bases`; their ids.
+async fn create_racing(app: &Arc<TestApp>, bases: &[String], shop: i64, n: usize, tag: &str) -> BTreeSet<i64> {
+    let mut races = Vec::new();
+    for i in 0..n {
+        let mut b = body(shop, &format!("2030-03-{:02}T10:00:00Z", i % 28 + 1));
+        b["last_name"] = json!(format!("{tag}{i}"));
+        b["column"] = json!("Lift 1");
+        let (app, base) = (app.clone(), bases[i % bases.len()].clone());
+        races.push(tokio::spawn(async move {
+            let r = app.client.post(format!("{base}/api/v1/appointments")).bearer_auth(&app.admin_key).json(&b).send().await.unwrap();
+            (r.status().as_u16(), r.json::<Value>().await.unwrap())
+        }));
+    }
+    let mut ids = BTreeSet::new();
+    for race in races {
+        let (status, answer) = race.await.unwrap();
+        assert_eq!(status, 201, "{answer}");
+        ids.insert(answer["appointment_id"].as_i64().unwrap());
+    }
+    assert_eq!(ids.len(), n, "every create has an id of its own");
+    ids
+}
+
+/// Checks that `events` hold exactly one `appointment.created` for each of `ids`, showing its
+/// GET; their event ids.
+async fn created_events_match(app: &TestApp, events: &[Value], ids: &BTreeSet<i64>) -> BTreeSet<String> {
+    let created: Vec<&Value> = events.iter().filter(|e| e["type"] == "appointment.created").collect();
+    let seen: BTreeSet<i64> = created.iter().map(|e| e["data"]["appointment_id"].as_i64().unwrap()).collect();
+    assert_eq!(created.len(), ids.len(), "one event per create");
+    assert_eq!(&seen, ids);
+    for e in &created {
+        let get = app.get(&app.admin_key, &format!("/api/v1/appointments/{}", e["data"]["appointment_id"])).await;
+        assert_eq!(&e["data"], get.ok(), "the event's data must be the GET representation");
+    }
+    created.iter().map(|e| e["id"].as_str().unwrap().to_owned()).collect()
+}
+
+/// On PostgreSQL a create of a company without webhooks is one statement sent outside any
+/// transaction; one with webhooks needs its deliveries in the same transaction. A webhook made
+/// on one replica must get every create that commits after it on any replica (the statement
+/// sent alone refuses to run once the company has one), and a create and its event commit
+/// together whichever way it went.
+async fn creates_reach_webhooks_made_on_another_replica(backend: Backend) {
+    let app = Arc::new(TestApp::spawn_isolated(backend, test_config()).await);
+    let key = app.admin_key.clone();
+    let shop = app.create_shop(&key, "Relay", "UTC").await;
+    app.create_bay(&key, shop, "Lift 1", 0).await;
+    let replica = app.spawn_replica().await;
+    let bases = [app.base.clone(), replica.clone()];
+    let mut cursor = None;
+    next_events(&app, &key, &mut cursor, 1 + SHOP_EVENTS + 1).await;
+
+    // No webhook yet: nothing to deliver.
+    let before = create_racing(&app, &bases, shop, 20, "Before").await;
+    created_events_match(&app, &next_events(&app, &key, &mut cursor, 20).await, &before).await;
+
+    // A webhook made on the replica: both servers' creates reach it from now on.
+    let receiver = Receiver::start(200).await;
+    let r = app.client.post(format!("{replica}/api/v1/webhooks")).bearer_auth(&key)
+        .json(&json!({"url": receiver.url, "events": ["appointment.created"]})).send().await.unwrap();
+    assert_eq!(r.status(), 201);
+    let webhook: Value = r.json().await.unwrap();
+    receiver.set_secret(webhook["secret"].as_str().unwrap());
+    let during = create_racing(&app, &bases, shop, 20, "During").await;
+    let events = next_events(&app, &key, &mut cursor, 20).await;
+    let delivered_for = created_events_match(&app, &events, &during).await;
+
+    // Disabled: creates record their events and queue nothing.
+    let r = app.put(&key, &format!("/api/v1/webhooks/{}", webhook["id"]), json!({"url": receiver.url, "events": ["appointment.created"], "enabled": false})).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let after = create_racing(&app, &bases, shop, 10, "After").await;
+    let events = next_events(&app, &key, &mut cursor, 10).await;
+    created_events_match(&app, &events, &after).await;
+
+    let delivered = receiver.wait_for(20, 30).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let delivered = if receiver.received().len() > delivered.len() { receiver.received() } else { delivered };
+    let ids: BTreeSet<String> = delivered.iter().map(|d| d.webhook_id.clone()).collect();
+    assert_eq!(delivered.len(), 20, "one delivery per create made while the webhook was enabled");
+    assert_eq!(ids, delivered_for);
+    assert!(delivered.iter().all(|d| d.signature_ok));
+}
+
+/// The statement a change sends alone on PostgreSQL (its last write with its event) writes
+/// both or neither: refused when the company has a webhook, it leaves no trace.
+async fn a_statement_sent_alone_writes_all_or_nothing(backend: Backend) {
+    use autoshop::{db::Query, events::store::{NewEvent, insert_queries}, webhooks::store::inserted_unless_subscribed};
+    let app = TestApp::spawn(backend).await;
+    let company = app.company_id;
+    let event = |data: &str| insert_queries(company, vec![NewEvent { kind: "shop.updated", shop_id: None, data: data.to_owned() }], 10, 1).remove(0);
+    let count = |data: &'static str| {
+        let q = Query::new("SELECT COUNT(*) FROM events WHERE company_id = $1 AND data = $2").bind(company).bind(data);
+        let db = app.db.clone();
+        async move { db.fetch_optional::<(i64,)>(&q).await.unwrap().unwrap().0 }
+    };
+    let mut tx = app.db.begin().await.unwrap();
+    if backend == Backend::Sqlite {
+        assert!(!tx.can_commit_alone(), "SQLite's writer commits a change in one hand-off already");
+        return;
+    }
+    assert!(tx.can_commit_alone());
+    // Two writes in one statement: the lead and the event.
+    let q = inserted_unless_subscribed(Some(event("\"lead 1\"")), event("\"event 1\""), None, company);
+    let rows = tx.commit_alone::<(i64, String)>(&q).await.unwrap();
+    assert_eq!(rows.map(|r| r.len()), Ok(1));
+    assert_eq!((count("\"lead 1\"").await, count("\"event 1\"").await), (1, 1));
+
+    // A third write that must change exactly one row and changes none: all undone.
+    let none = Query::new("UPDATE events SET type = type WHERE company_id = $1 AND id < 0").bind(company);
+    let mut tx = app.db.begin().await.unwrap();
+    let q = inserted_unless_subscribed(Some(event("\"lead 2\"")), event("\"event 2\""), Some(none), company);
+    let refused = tx.commit_alone::<(i64, String)>(&q).await.unwrap();
+    assert_eq!(refused.map(|r| r.len()), Err("its other write changed no row".to_owned()));
+    assert_eq!((count("\"lead 2\"").await, count("\"event 2\"").await), (0, 0), "the refused statement undid itself");
+
+    let r = app.post(&app.admin_key, "/api/v1/webhooks", json!({"url": "https://hooks.example.com/a", "events": ["*"]})).await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    let q = inserted_unless_subscribed(Some(event("\"lead 3\"")), event("\"event 3\""), None, company);
+    let refused = tx.commit_alone::<(i64, String)>(&q).await.unwrap();
+    assert_eq!(refused.map(|r| r.len()), Err(autoshop::webhooks::store::HAS_WEBHOOKS.to_owned()), "a company with a webhook needs a transaction");
+    assert_eq!((count("\"lead 3\"").await, count("\"event 3\"").await), (0, 0), "the refused statement undid itself");
+    // Once a statement began the transaction, it is no longer alone.
+    tx.execute(&Query::new("SELECT 1")).await.unwrap();
+    assert!(!tx.can_commit_alone());
 }
