@@ -287,7 +287,8 @@ impl LastStatements {
     /// without `BEGIN` and `COMMIT`. A company with webhooks needs their deliveries written in
     /// the same transaction, and an answer that another request stored first must fail the
     /// change: the statement then undoes itself and `false` says to run these in a transaction
-    /// (which tells the answer apart). Companies seen with webhooks go there directly for a while.
+    /// (which tells the answer apart). Companies seen with webhooks go there directly for a
+    /// while.
     async fn commit_alone(&self, tx: &mut Tx) -> Result<bool, DbError> {
         let answer = self.stored_answer.as_ref().map(|(q, _)| q.clone());
         let Some(events) = self.events.first() else {
@@ -295,7 +296,7 @@ impl LastStatements {
             let lead = lead.wrapped("WITH lead AS (", ") SELECT CAST(1 AS BIGINT)");
             return Ok(tx.commit_alone::<(i64,)>(&lead).await?.is_ok());
         };
-        if self.events.len() > 1 || webhooks::subscribed_lately(self.company_id) {
+        if self.events.len() > 1 || tx.skips_alone(self.company_id) {
             return Ok(false);
         }
         let q = webhooks::store::inserted_unless_subscribed(self.lead.clone(), events.clone(), answer, self.company_id);
@@ -303,7 +304,7 @@ impl LastStatements {
             Ok(_) => Ok(true),
             Err(reason) => {
                 if reason == webhooks::store::HAS_WEBHOOKS {
-                    webhooks::note_subscribed(self.company_id);
+                    tx.skip_alone(self.company_id);
                 }
                 Ok(false)
             }

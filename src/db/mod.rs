@@ -211,6 +211,15 @@ impl Db {
         self.fetch_optional::<(i64,)>(&q).await.map(drop)
     }
 
+    /// Changes sent as one statement outside a transaction ([`Tx::commit_alone`]) so far,
+    /// committed and refused; `None` on SQLite, which never sends them.
+    pub fn one_statement_changes(&self) -> Option<(u64, u64)> {
+        match self {
+            Db::Sqlite(_) => None,
+            Db::Postgres(pg) => Some(postgres::alone_counts(pg)),
+        }
+    }
+
     /// `(pool name, open connections, idle connections)` for the metrics endpoint.
     pub fn pool_stats(&self) -> Vec<(&'static str, u32, usize)> {
         match self {
@@ -361,14 +370,31 @@ impl Tx {
         matches!(self, Tx::Postgres(PgTx { tx: None, .. }))
     }
 
+    /// Whether `company_id`'s changes skip [`Tx::commit_alone`] for now: one of them refused to
+    /// run alone for a reason that lasts ([`Tx::skip_alone`]).
+    pub fn skips_alone(&self, company_id: i64) -> bool {
+        matches!(self, Tx::Postgres(t) if postgres::skips_alone(&t.pg, company_id))
+    }
+
+    /// Sends `company_id`'s changes straight to a transaction for a minute (their statements
+    /// refuse to run alone while the company has webhooks).
+    pub fn skip_alone(&self, company_id: i64) {
+        if let Tx::Postgres(t) = self {
+            postgres::skip_alone(&t.pg, company_id);
+        }
+    }
+
     /// Runs `q` as the whole transaction, before any statement began it, on PostgreSQL: one
     /// statement commits atomically and durably on its own, so `BEGIN` and `COMMIT` (two round
     /// trips of the three) are saved. Call it only when [`Tx::can_commit_alone`]. `Ok(Err(reason))`
     /// when `q` refused to run alone (a `refuse_outside_transaction(reason)` call in it raised,
     /// so nothing of it was written): run the change in the transaction instead.
     pub async fn commit_alone<T: FromRow>(&mut self, q: &Query) -> Result<Result<Vec<T>, String>, DbError> {
-        let Tx::Postgres(t) = self else { return Ok(Err("SQLite runs a change in one hand-off".into())) };
-        debug_assert!(t.tx.is_none(), "commit_alone after a statement began the transaction");
+        let t = match self {
+            Tx::Postgres(t @ PgTx { tx: None, .. }) => t,
+            Tx::Postgres(_) => return Ok(Err("a statement began the transaction".into())),
+            Tx::Sqlite(_) => return Ok(Err("SQLite runs a change in one hand-off".into())),
+        };
         let rows = postgres::fetch_all_unless_refused(&t.pg, q).await?;
         if rows.is_ok() && !t.notices.is_empty() {
             postgres::announce(&t.pg, std::mem::take(&mut t.notices));

@@ -4,7 +4,10 @@ use std::{
     collections::{BTreeSet, HashMap},
     ops::Deref,
     str::FromStr,
-    sync::{Arc, Mutex},
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicU64, Ordering},
+    },
     time::Duration,
 };
 
@@ -19,12 +22,54 @@ use super::{Arg, DbError, FromRow, Query, RowReader, notify::Notice};
 
 static MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("migrations/postgres");
 
-/// A pool, the sender of the notices its transactions commit, and the ids it reserved.
+/// A pool, the sender of the notices its transactions commit, the ids it reserved, and how its
+/// changes sent as one statement fared.
 #[derive(Clone, Debug)]
 pub struct Pg {
     pool: PgPool,
     announcer: Arc<Announcer>,
     reserved: Arc<Mutex<HashMap<&'static str, Vec<i64>>>>,
+    alone: Arc<Alone>,
+}
+
+/// Changes sent as one statement outside a transaction ([`super::Tx::commit_alone`]): the
+/// companies whose changes refused to run that way for a lasting reason (webhooks), and when;
+/// and how many committed and how many refused (for `/metrics`).
+#[derive(Debug, Default)]
+struct Alone {
+    skip: Mutex<HashMap<i64, std::time::Instant>>,
+    committed: AtomicU64,
+    refused: AtomicU64,
+}
+
+/// How long a company whose change refused to run alone for a lasting reason goes straight to a
+/// transaction.
+const SKIP_ALONE_FOR: Duration = Duration::from_secs(60);
+
+/// Whether `company_id`'s changes go straight to a transaction (see [`skip_alone`]).
+pub fn skips_alone(pg: &Pg, company_id: i64) -> bool {
+    let mut skip = pg.alone.skip.lock().unwrap_or_else(|e| e.into_inner());
+    match skip.get(&company_id) {
+        Some(since) if since.elapsed() < SKIP_ALONE_FOR => true,
+        Some(_) => {
+            skip.remove(&company_id);
+            false
+        }
+        None => false,
+    }
+}
+
+/// Sends `company_id`'s changes straight to a transaction for a while: a statement of theirs
+/// refused to run alone for a reason that lasts (the company has webhooks).
+pub fn skip_alone(pg: &Pg, company_id: i64) {
+    let mut skip = pg.alone.skip.lock().unwrap_or_else(|e| e.into_inner());
+    skip.retain(|_, since| since.elapsed() < SKIP_ALONE_FOR);
+    skip.insert(company_id, std::time::Instant::now());
+}
+
+/// Changes sent as one statement so far: committed, refused.
+pub fn alone_counts(pg: &Pg) -> (u64, u64) {
+    (pg.alone.committed.load(Ordering::Relaxed), pg.alone.refused.load(Ordering::Relaxed))
 }
 
 /// Ids taken from a table's sequence per round trip (see [`next_id`]).
@@ -72,7 +117,7 @@ pub fn connect(url: &str, max_connections: u32) -> anyhow::Result<Pg> {
         // Connect lazily so a replica can start while the database is still coming up;
         // `/readyz` reports when it is reachable.
         .connect_lazy_with(options);
-    Ok(Pg { pool, announcer: Arc::default(), reserved: Arc::default() })
+    Ok(Pg { pool, announcer: Arc::default(), reserved: Arc::default(), alone: Arc::default() })
 }
 
 /// Notices to send once their transactions committed, outside any transaction: a `NOTIFY`
@@ -170,8 +215,14 @@ const REFUSED_OUTSIDE_TRANSACTION: &str = "AS001";
 /// (see [`super::Tx::commit_alone`]): its error undid all of it.
 pub async fn fetch_all_unless_refused<T: FromRow>(pg: &Pg, q: &Query) -> Result<Result<Vec<T>, String>, DbError> {
     match bound(q).fetch_all(&pg.pool).await {
-        Ok(rows) => rows.iter().map(|r| T::from_row(&mut RowReader::postgres(r))).collect::<Result<_, _>>().map(Ok),
-        Err(sqlx::Error::Database(e)) if e.code().as_deref() == Some(REFUSED_OUTSIDE_TRANSACTION) => Ok(Err(e.message().to_owned())),
+        Ok(rows) => {
+            pg.alone.committed.fetch_add(1, Ordering::Relaxed);
+            rows.iter().map(|r| T::from_row(&mut RowReader::postgres(r))).collect::<Result<_, _>>().map(Ok)
+        }
+        Err(sqlx::Error::Database(e)) if e.code().as_deref() == Some(REFUSED_OUTSIDE_TRANSACTION) => {
+            pg.alone.refused.fetch_add(1, Ordering::Relaxed);
+            Ok(Err(e.message().to_owned()))
+        }
         Err(e) => Err(e.into()),
     }
 }

@@ -206,32 +206,6 @@ pub fn enqueue_queries(company_id: i64, subscriptions: &[store::Subscription], e
     Ok(store::enqueue_queries(company_id, &deliveries))
 }
 
-/// Companies whose changes were last seen to need a transaction for their deliveries (see
-/// `Change`'s statement sent alone on PostgreSQL), and when.
-static SUBSCRIBED: LazyLock<std::sync::Mutex<std::collections::HashMap<i64, std::time::Instant>>> = LazyLock::new(Default::default);
-
-/// How long a company seen with webhooks writes its changes in a transaction without trying
-/// the statement alone first (which its webhooks would make undo itself).
-const SUBSCRIBED_FOR: std::time::Duration = std::time::Duration::from_secs(60);
-
-/// Whether `company_id` was seen with enabled webhooks in the last [`SUBSCRIBED_FOR`].
-pub fn subscribed_lately(company_id: i64) -> bool {
-    let mut seen = SUBSCRIBED.lock().unwrap_or_else(|e| e.into_inner());
-    match seen.get(&company_id) {
-        Some(at) if at.elapsed() < SUBSCRIBED_FOR => true,
-        Some(_) => {
-            seen.remove(&company_id);
-            false
-        }
-        None => false,
-    }
-}
-
-/// Notes that `company_id` has enabled webhooks (a change's statement refused to run alone).
-pub fn note_subscribed(company_id: i64) {
-    SUBSCRIBED.lock().unwrap_or_else(|e| e.into_inner()).insert(company_id, std::time::Instant::now());
-}
-
 static WAKE: LazyLock<std::sync::Arc<tokio::sync::Notify>> = LazyLock::new(Default::default);
 
 /// The signal this process's dispatcher waits on between polls.

@@ -115,11 +115,11 @@ pub fn inserted_with_subscriptions(lead: Option<Query>, insert: Query, company_i
 pub const HAS_WEBHOOKS: &str = "the company has webhooks";
 
 /// [`inserted_with_subscriptions`] for a statement sent outside any transaction, returning
-/// each event's id alone, with `exactly_one` (another write of the change, which must change
-/// exactly one row: a keyed request's stored answer). It raises (`refuse_outside_transaction`),
-/// and so undoes all of itself, when the company has an enabled webhook (whose deliveries must
-/// be written in the same transaction) or when `exactly_one` changed no row.
-
+/// each event's id (and an empty text), with `exactly_one` (another write of the change, which
+/// must change exactly one row: a keyed request's stored answer). It raises
+/// (`refuse_outside_transaction`), and so undoes all of itself, when the company has an enabled
+/// webhook (whose deliveries must be written in the same transaction) or when `exactly_one`
+/// changed no row.
 pub fn inserted_unless_subscribed(lead: Option<Query>, insert: Query, exactly_one: Option<Query>, company_id: i64) -> Query {
     let mut q = with_inserted(lead, insert);
     let one_changed = match exactly_one {

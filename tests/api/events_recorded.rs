@@ -324,9 +324,9 @@ async fn created_events_match(app: &TestApp, events: &[Value], ids: &BTreeSet<i6
 
 /// On PostgreSQL a create of a company without webhooks is one statement sent outside any
 /// transaction; one with webhooks needs its deliveries in the same transaction. A webhook made
-/// on one replica must get every create that commits after it on any replica (the statement
-/// sent alone refuses to run once the company has one), and a create and its event commit
-/// together whichever way it went.
+/// on one replica must get every create sent after it on any replica (the statement sent alone
+/// refuses to run once the company has one), and a create and its event commit together
+/// whichever way it went.
 async fn creates_reach_webhooks_made_on_another_replica(backend: Backend) {
     let app = Arc::new(TestApp::spawn_isolated(backend, test_config()).await);
     let key = app.admin_key.clone();
@@ -337,9 +337,17 @@ async fn creates_reach_webhooks_made_on_another_replica(backend: Backend) {
     let mut cursor = None;
     next_events(&app, &key, &mut cursor, 1 + SHOP_EVENTS + 1).await;
 
-    // No webhook yet: nothing to deliver.
+    // The first server's changes sent as one statement (PostgreSQL): committed, refused.
+    let alone = || app.db.one_statement_changes().unwrap_or_default();
+
+    // No webhook yet: nothing to deliver; the first server's creates (every other one) each went
+    // as one statement.
+    let start = alone();
     let before = create_racing(&app, &bases, shop, 20, "Before").await;
     created_events_match(&app, &next_events(&app, &key, &mut cursor, 20).await, &before).await;
+    if backend == Backend::Postgres {
+        assert_eq!(alone(), (start.0 + 10, start.1), "committed, refused");
+    }
 
     // A webhook made on the replica: both servers' creates reach it from now on.
     let receiver = Receiver::start(200).await;
@@ -348,9 +356,22 @@ async fn creates_reach_webhooks_made_on_another_replica(backend: Backend) {
     assert_eq!(r.status(), 201);
     let webhook: Value = r.json().await.unwrap();
     receiver.set_secret(webhook["secret"].as_str().unwrap());
+    let start = alone();
     let during = create_racing(&app, &bases, shop, 20, "During").await;
     let events = next_events(&app, &key, &mut cursor, 20).await;
     let delivered_for = created_events_match(&app, &events, &during).await;
+    if backend == Backend::Postgres {
+        // The first server learnt of the webhook from a refused statement, not from the replica.
+        let now = alone();
+        assert_eq!(now.0, start.0, "a create went alone past the webhook");
+        assert!(now.1 > start.1, "no statement refused to run alone");
+    }
+
+    // Delivered before the webhook is disabled (a disabled webhook's pending deliveries fail).
+    let delivered = receiver.wait_for(20, 30).await;
+    let ids: BTreeSet<String> = delivered.iter().map(|d| d.webhook_id.clone()).collect();
+    assert_eq!(ids, delivered_for, "one delivery per create made while the webhook was enabled");
+    assert!(delivered.iter().all(|d| d.signature_ok));
 
     // Disabled: creates record their events and queue nothing.
     let r = app.put(&key, &format!("/api/v1/webhooks/{}", webhook["id"]), json!({"url": receiver.url, "events": ["appointment.created"], "enabled": false})).await;
@@ -359,13 +380,8 @@ async fn creates_reach_webhooks_made_on_another_replica(backend: Backend) {
     let events = next_events(&app, &key, &mut cursor, 10).await;
     created_events_match(&app, &events, &after).await;
 
-    let delivered = receiver.wait_for(20, 30).await;
     tokio::time::sleep(Duration::from_millis(500)).await;
-    let delivered = if receiver.received().len() > delivered.len() { receiver.received() } else { delivered };
-    let ids: BTreeSet<String> = delivered.iter().map(|d| d.webhook_id.clone()).collect();
-    assert_eq!(delivered.len(), 20, "one delivery per create made while the webhook was enabled");
-    assert_eq!(ids, delivered_for);
-    assert!(delivered.iter().all(|d| d.signature_ok));
+    assert_eq!(receiver.received().len(), 20, "a disabled webhook got deliveries");
 }
 
 /// The statement a change sends alone on PostgreSQL (its last write with its event) writes
