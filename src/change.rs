@@ -29,6 +29,9 @@ pub struct Outbox {
     events: Vec<NewEvent>,
     /// What a repeat of this request with its `Idempotency-Key` answers.
     replay: Option<StoredResponse>,
+    /// Whether the request sent an `Idempotency-Key`: only then is `replay` kept. Read when the
+    /// change begins, on the request's task (`respond` may run on SQLite's writer thread).
+    keyed: bool,
 }
 
 impl Outbox {
@@ -42,8 +45,11 @@ impl Outbox {
     }
 
     /// Sets the response a repeat of this request with its `Idempotency-Key` gets (a `POST`
-    /// sets it before committing; secrets are left out of it).
+    /// sets it before committing; secrets are left out of it). Without a key, nothing to keep.
     pub fn replay_as<T: Serialize>(&mut self, status: StatusCode, location: Option<&str>, body: &T) -> Result<(), ApiError> {
+        if !self.keyed {
+            return Ok(());
+        }
         let body = serde_json::to_string(body).map_err(|e| ApiError::Internal(format!("serializing a response: {e}")))?;
         self.replay = Some(StoredResponse { status: status.as_u16(), location: location.map(str::to_owned), body });
         Ok(())
@@ -76,7 +82,7 @@ impl Outbox {
 
 impl Change {
     pub async fn begin(db: &Db, company_id: i64) -> Result<Change, DbError> {
-        Ok(Change { tx: db.begin().await?, outbox: Outbox { company_id, events: Vec::new(), replay: None } })
+        Ok(Change { tx: db.begin().await?, outbox: Outbox { company_id, events: Vec::new(), replay: None, keyed: idempotency::current().is_some() } })
     }
 
     /// A change that creates its company: call [`Change::assign_company`] once the company row
