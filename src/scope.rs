@@ -50,13 +50,7 @@ pub async fn body_shop_with_bays(
     shop_id: i64,
     errors: &mut FieldErrors,
 ) -> Result<Option<(shops::ShopRow, Vec<(i64, String)>)>, ApiError> {
-    if caller.can_see_shop(shop_id) {
-        if let Some(found) = shops::find_with_bays(db, caller.company_id, shop_id).await? {
-            return Ok(Some(found));
-        }
-    }
-    errors.add("shop_id", "The selected shop_id is invalid.");
-    Ok(None)
+    in_scope_or_invalid(caller, shop_id, errors, || shops::find_with_bays(db, caller.company_id, shop_id)).await
 }
 
 /// Checks a `shop_id` given in a request body: unknown or out of scope is a 422 on that field.
@@ -67,9 +61,18 @@ pub async fn body_shop(
     errors: &mut FieldErrors,
 ) -> Result<Option<shops::ShopRow>, ApiError> {
     let Some(id) = shop_id else { return Ok(None) };
-    if caller.can_see_shop(id) {
-        if let Some(shop) = shops::find(db, caller.company_id, id).await? {
-            return Ok(Some(shop));
+    in_scope_or_invalid(caller, id, errors, || shops::find(db, caller.company_id, id)).await
+}
+
+/// What `find` reads for a body's `shop_id`, when the key may see the shop and it exists; else
+/// a 422 on `shop_id` (an out-of-scope shop is not even read).
+async fn in_scope_or_invalid<T, F>(caller: &Caller, shop_id: i64, errors: &mut FieldErrors, find: impl FnOnce() -> F) -> Result<Option<T>, ApiError>
+where
+    F: std::future::Future<Output = Result<Option<T>, crate::db::DbError>>,
+{
+    if caller.can_see_shop(shop_id) {
+        if let Some(found) = find().await? {
+            return Ok(Some(found));
         }
     }
     errors.add("shop_id", "The selected shop_id is invalid.");

@@ -1,3 +1,5 @@
+use std::sync::LazyLock;
+
 use crate::{
     db::{Db, DbError, Query, Reader, ShopFilter, Tx, company_row, now_micros},
 };
@@ -27,14 +29,15 @@ pub async fn find(from: impl Into<Reader<'_>>, company_id: i64, id: i64) -> Resu
 /// A shop's row and the id and title of each of its bays (by `sort_order`), or `None`: one
 /// read where a write checks both (an appointment names its bay by title).
 pub async fn find_with_bays(db: &Db, company_id: i64, id: i64) -> Result<Option<(ShopRow, Vec<(i64, String)>)>, DbError> {
-    let q = Query::new(
-        "SELECT s.id, s.company_id, s.name, s.address, s.city, s.state, s.zip, s.phone, s.email, s.website, s.timezone, \
-         b.id AS bay_id, b.title AS bay_title FROM shops s LEFT JOIN bays b ON b.company_id = s.company_id AND b.shop_id = s.id \
-         WHERE s.company_id = $1 AND s.id = $2 ORDER BY b.sort_order, b.id",
-    )
-    .bind(company_id)
-    .bind(id);
-    let rows: Vec<ShopAndBay> = db.fetch_all(&q).await?;
+    // The bays' columns renamed in a subquery, so the shop's are read by the names of `COLUMNS`.
+    static SQL: LazyLock<String> = LazyLock::new(|| {
+        format!(
+            "SELECT {COLUMNS}, bay_id, bay_title FROM shops LEFT JOIN \
+             (SELECT id AS bay_id, title AS bay_title, sort_order AS bay_order FROM bays WHERE company_id = $1 AND shop_id = $2) b ON TRUE \
+             WHERE company_id = $1 AND id = $2 ORDER BY bay_order, bay_id"
+        )
+    });
+    let rows: Vec<ShopAndBay> = db.fetch_all(&Query::new(SQL.as_str()).bind(company_id).bind(id)).await?;
     let bays = rows.iter().filter_map(|r| Some((r.bay_id?, r.bay_title.clone()?))).collect();
     Ok(rows.into_iter().next().map(|r| (r.shop, bays)))
 }
