@@ -194,9 +194,10 @@ async fn metrics(State(state): State<AppState>) -> Response {
         metrics::gauge!("db_pool_connections", "pool" => pool).set(size as f64);
         metrics::gauge!("db_pool_idle_connections", "pool" => pool).set(idle as f64);
     }
-    if let Some((committed, refused)) = state.db.one_statement_changes() {
-        metrics::counter!("db_one_statement_changes_total", "outcome" => "committed").absolute(committed);
-        metrics::counter!("db_one_statement_changes_total", "outcome" => "refused").absolute(refused);
+    if let Some(counts) = state.db.one_statement_changes() {
+        metrics::counter!("db_one_statement_changes_total", "outcome" => "committed").absolute(counts.committed);
+        metrics::counter!("db_one_statement_changes_total", "outcome" => "refused").absolute(counts.refused);
+        metrics::counter!("db_one_statement_shared_changes_total").absolute(counts.shared);
     }
     if let Some(bytes) = state.db.engine_memory_bytes() {
         metrics::gauge!("sqlite_memory_bytes").set(bytes as f64);

@@ -297,17 +297,15 @@ impl LastStatements {
     /// while.
     async fn commit_alone(&self, tx: &mut Tx) -> Result<bool, DbError> {
         let answer = self.stored_answer.as_ref().map(|(q, _)| q.clone());
-        let Some(events) = self.events.first() else {
-            let Some(lead) = self.lead.clone().filter(|_| answer.is_none()) else { return Ok(false) };
-            let lead = lead.wrapped("WITH lead AS (", ") SELECT CAST(1 AS BIGINT)");
-            return Ok(tx.commit_alone::<(i64,)>(&lead).await?.is_ok());
-        };
-        if self.events.len() > 1 || tx.skips_alone(self.company_id) {
+        if self.events.len() > 1 || (self.lead.is_none() && self.events.is_empty()) {
             return Ok(false);
         }
-        let q = webhooks::store::inserted_unless_subscribed(self.lead.clone(), events.clone(), answer, self.company_id);
-        match tx.commit_alone::<(i64, String)>(&q).await? {
-            Ok(_) => Ok(true),
+        if !self.events.is_empty() && tx.skips_alone(self.company_id) {
+            return Ok(false);
+        }
+        let change = webhooks::store::one_statement(self.lead.clone(), self.events.first().cloned(), answer, self.company_id);
+        match tx.commit_alone(change).await? {
+            Ok(()) => Ok(true),
             Err(reason) => {
                 if reason == webhooks::store::HAS_WEBHOOKS {
                     tx.skip_alone(self.company_id);

@@ -5,6 +5,7 @@
 //! since the epoch and money as integer cents, so both backends compare and sort them the same
 //! way. Features never learn which driver runs under them.
 
+mod merged;
 pub mod notify;
 pub mod page;
 mod postgres;
@@ -211,9 +212,9 @@ impl Db {
         self.fetch_optional::<(i64,)>(&q).await.map(drop)
     }
 
-    /// Changes sent as one statement outside a transaction ([`Tx::commit_alone`]) so far,
-    /// committed and refused; `None` on SQLite, which never sends them.
-    pub fn one_statement_changes(&self) -> Option<(u64, u64)> {
+    /// Changes sent as one statement outside a transaction ([`Tx::commit_alone`]) so far;
+    /// `None` on SQLite, which never sends them.
+    pub fn one_statement_changes(&self) -> Option<OneStatementCounts> {
         match self {
             Db::Sqlite(_) => None,
             Db::Postgres(pg) => Some(postgres::alone_counts(pg)),
@@ -247,6 +248,25 @@ impl Db {
             Db::Postgres(pool) => pool.close().await,
         }
     }
+}
+
+/// How changes sent as one statement ([`Tx::commit_alone`]) fared.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct OneStatementCounts {
+    pub committed: u64,
+    /// Of the committed, those that shared their statement with other changes.
+    pub shared: u64,
+    /// Refused to run outside a transaction (and ran in one).
+    pub refused: u64,
+}
+
+/// A change whose writes are one statement ([`Tx::commit_alone`]): its parts, and `merge`,
+/// which builds the statement of one or more such changes from their parts. The statement
+/// writes every change it holds or none, and raises through `refuse_outside_transaction`
+/// (migration 0016) when one of them must run in a transaction.
+pub struct OneStatement {
+    pub parts: Vec<Option<Query>>,
+    pub merge: fn(&[Vec<Option<Query>>]) -> Query,
 }
 
 /// A write transaction on either backend. Dropped without `commit`, it rolls back.
@@ -384,22 +404,24 @@ impl Tx {
         }
     }
 
-    /// Runs `q` as the whole transaction, before any statement began it, on PostgreSQL: one
-    /// statement commits atomically and durably on its own, so `BEGIN` and `COMMIT` (two round
-    /// trips of the three) are saved. Call it only when [`Tx::can_commit_alone`]. `Ok(Err(reason))`
-    /// when `q` refused to run alone (a `refuse_outside_transaction(reason)` call in it raised,
-    /// so nothing of it was written): run the change in the transaction instead.
-    pub async fn commit_alone<T: FromRow>(&mut self, q: &Query) -> Result<Result<Vec<T>, String>, DbError> {
+    /// Commits `change` as the whole transaction, before any statement began it, on
+    /// PostgreSQL: one statement commits atomically and durably on its own, so `BEGIN` and
+    /// `COMMIT` (two round trips of the three) are saved, and changes that arrive together go
+    /// in one statement (see `db::merged`). Call it only when [`Tx::can_commit_alone`].
+    /// `Ok(Err(reason))` when the change refused to run alone (a `refuse_outside_transaction(reason)`
+    /// call in its statement raised, so nothing of it was written): run it in the transaction
+    /// instead.
+    pub async fn commit_alone(&mut self, change: OneStatement) -> Result<Result<(), String>, DbError> {
         let t = match self {
             Tx::Postgres(t @ PgTx { tx: None, .. }) => t,
             Tx::Postgres(_) => return Ok(Err("a statement began the transaction".into())),
             Tx::Sqlite(_) => return Ok(Err("SQLite runs a change in one hand-off".into())),
         };
-        let rows = postgres::fetch_all_unless_refused(&t.pg, q).await?;
-        if rows.is_ok() && !t.notices.is_empty() {
+        let outcome = merged::commit(&t.pg, change).await?;
+        if outcome.is_ok() && !t.notices.is_empty() {
             postgres::announce(&t.pg, std::mem::take(&mut t.notices));
         }
-        Ok(rows)
+        Ok(outcome)
     }
 }
 

@@ -18,7 +18,7 @@ use sqlx::{
     query::Query as SqlxQuery,
 };
 
-use super::{Arg, DbError, FromRow, Query, RowReader, notify::Notice};
+use super::{Arg, DbError, FromRow, OneStatementCounts, Query, RowReader, merged::Merger, notify::Notice};
 
 static MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("migrations/postgres");
 
@@ -30,6 +30,7 @@ pub struct Pg {
     announcer: Arc<Announcer>,
     reserved: Arc<Mutex<HashMap<&'static str, Vec<i64>>>>,
     alone: Arc<Alone>,
+    merger: Arc<Merger>,
 }
 
 /// Changes sent as one statement outside a transaction ([`super::Tx::commit_alone`]): the
@@ -40,6 +41,8 @@ struct Alone {
     skip: Mutex<HashMap<i64, std::time::Instant>>,
     committed: AtomicU64,
     refused: AtomicU64,
+    /// Of the committed, those that shared their statement with other changes.
+    shared: AtomicU64,
 }
 
 /// How long a company whose change refused to run alone for a lasting reason goes straight to a
@@ -67,9 +70,20 @@ pub fn skip_alone(pg: &Pg, company_id: i64) {
     skip.insert(company_id, std::time::Instant::now());
 }
 
-/// Changes sent as one statement so far: committed, refused.
-pub fn alone_counts(pg: &Pg) -> (u64, u64) {
-    (pg.alone.committed.load(Ordering::Relaxed), pg.alone.refused.load(Ordering::Relaxed))
+/// Changes sent as one statement so far: committed (and of those, how many shared their
+/// statement with others), refused.
+pub fn alone_counts(pg: &Pg) -> OneStatementCounts {
+    OneStatementCounts {
+        committed: pg.alone.committed.load(Ordering::Relaxed),
+        shared: pg.alone.shared.load(Ordering::Relaxed),
+        refused: pg.alone.refused.load(Ordering::Relaxed),
+    }
+}
+
+impl Pg {
+    pub(super) fn merger(&self) -> &Merger {
+        &self.merger
+    }
 }
 
 /// Ids taken from a table's sequence per round trip (see [`next_id`]).
@@ -117,7 +131,7 @@ pub fn connect(url: &str, max_connections: u32) -> anyhow::Result<Pg> {
         // Connect lazily so a replica can start while the database is still coming up;
         // `/readyz` reports when it is reachable.
         .connect_lazy_with(options);
-    Ok(Pg { pool, announcer: Arc::default(), reserved: Arc::default(), alone: Arc::default() })
+    Ok(Pg { pool, announcer: Arc::default(), reserved: Arc::default(), alone: Arc::default(), merger: Arc::default() })
 }
 
 /// Notices to send once their transactions committed, outside any transaction: a `NOTIFY`
@@ -211,18 +225,27 @@ pub async fn execute<'c, E: Executor<'c, Database = Postgres>>(exec: E, q: &Quer
 /// The SQLSTATE that `refuse_outside_transaction()` (migration 0016) raises.
 const REFUSED_OUTSIDE_TRANSACTION: &str = "AS001";
 
-/// `q`'s rows, run on its own (outside any transaction), or why it refused to run that way
-/// (see [`super::Tx::commit_alone`]): its error undid all of it.
-pub async fn fetch_all_unless_refused<T: FromRow>(pg: &Pg, q: &Query) -> Result<Result<Vec<T>, String>, DbError> {
-    match bound(q).fetch_all(&pg.pool).await {
-        Ok(rows) => {
-            pg.alone.committed.fetch_add(1, Ordering::Relaxed);
-            rows.iter().map(|r| T::from_row(&mut RowReader::postgres(r))).collect::<Result<_, _>>().map(Ok)
+/// Runs `q`, the statement of `changes` changes ([`super::merged`]), on its own (outside any
+/// transaction), or tells why it refused to run that way (see [`super::Tx::commit_alone`]): its
+/// error undid all of it.
+pub async fn commit_statement<'c, E: Executor<'c, Database = Postgres>>(pg: &Pg, conn: E, q: &Query, changes: usize) -> Result<Result<(), String>, DbError> {
+    match bound(q).execute(conn).await {
+        Ok(_) => {
+            pg.alone.committed.fetch_add(changes as u64, Ordering::Relaxed);
+            if changes > 1 {
+                pg.alone.shared.fetch_add(changes as u64, Ordering::Relaxed);
+            }
+            Ok(Ok(()))
         }
         Err(sqlx::Error::Database(e)) if e.code().as_deref() == Some(REFUSED_OUTSIDE_TRANSACTION) => {
-            pg.alone.refused.fetch_add(1, Ordering::Relaxed);
+            // A merged statement's changes are sent again one by one, and counted then.
+            if changes == 1 {
+                pg.alone.refused.fetch_add(1, Ordering::Relaxed);
+            }
             Ok(Err(e.message().to_owned()))
         }
+        // A merged statement the database rejected was undone: its changes go again one by one.
+        Err(sqlx::Error::Database(e)) if changes > 1 => Ok(Err(e.message().to_owned())),
         Err(e) => Err(e.into()),
     }
 }

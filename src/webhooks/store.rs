@@ -5,7 +5,7 @@
 //! one replica; SQLite has one writer in one process and needs no lock clause.
 
 use crate::{
-    db::{Db, DbError, FromRow, Query, Reader, Tx, company_row, now_micros, page::{PageRequest, fetch_page}},
+    db::{Db, DbError, FromRow, OneStatement, Query, Reader, Tx, company_row, now_micros, page::{PageRequest, fetch_page}},
     events::store::EventRow,
 };
 
@@ -111,29 +111,59 @@ pub fn inserted_with_subscriptions(lead: Option<Query>, insert: Query, company_i
     q
 }
 
-/// Why [`inserted_unless_subscribed`] refuses when the company has webhooks.
+/// Why [`one_statement`] refuses when the company has webhooks.
 pub const HAS_WEBHOOKS: &str = "the company has webhooks";
 
-/// [`inserted_with_subscriptions`] for a statement sent outside any transaction, returning
-/// each event's id (and an empty text), with `exactly_one` (another write of the change, which
-/// must change exactly one row: a keyed request's stored answer). It raises
+/// A change sent as one statement outside any transaction ([`Tx::commit_alone`]): its last
+/// write `lead`, its events' `insert`, and `exactly_one` (another write, which must change
+/// exactly one row: a keyed request's stored answer). The statement raises
 /// (`refuse_outside_transaction`), and so undoes all of itself, when the company has an enabled
-/// webhook (whose deliveries must be written in the same transaction) or when `exactly_one`
-/// changed no row.
-pub fn inserted_unless_subscribed(lead: Option<Query>, insert: Query, exactly_one: Option<Query>, company_id: i64) -> Query {
-    let mut q = with_inserted(lead, insert);
-    let one_changed = match exactly_one {
-        Some(write) => {
-            q.push(", one AS (").push_query(write).push(" RETURNING 1)");
-            " WHEN NOT EXISTS (SELECT 1 FROM one) THEN refuse_outside_transaction('its other write changed no row')"
+/// webhook and the change has events (their deliveries must be written in the same
+/// transaction) or when `exactly_one` changed no row. At least `lead` or `insert` is needed.
+pub fn one_statement(lead: Option<Query>, insert: Option<Query>, exactly_one: Option<Query>, company_id: i64) -> OneStatement {
+    debug_assert!(lead.is_some() || insert.is_some(), "a change with no write");
+    let subscribed = insert.as_ref().map(|_| {
+        let mut q = Query::new("EXISTS (SELECT 1 FROM webhooks w WHERE w.company_id = ");
+        q.push_bind(company_id).push(" AND w.enabled)");
+        q
+    });
+    OneStatement { parts: vec![lead, insert, exactly_one, subscribed], merge: one_statement_of }
+}
+
+/// The statement of one or more changes of [`one_statement`]: each change's writes are parts
+/// of one data-modifying `WITH` (PostgreSQL runs every such part, read or not), and each adds
+/// its check to the `SELECT`, so one change's refusal undoes them all.
+fn one_statement_of(changes: &[Vec<Option<Query>>]) -> Query {
+    let mut q = Query::new("WITH ");
+    let mut checks = Vec::with_capacity(changes.len());
+    let mut first = true;
+    for (i, parts) in changes.iter().enumerate() {
+        let [lead, insert, exactly_one, subscribed] = parts.as_slice() else { panic!("a change of one_statement has four parts") };
+        for (name, part, returning) in [("lead", lead, ""), ("ev", insert, ""), ("one", exactly_one, " RETURNING 1")] {
+            if let Some(part) = part {
+                if !std::mem::take(&mut first) {
+                    q.push(", ");
+                }
+                q.push(&format!("{name}{i} AS (")).push_query(part.clone()).push(returning).push(")");
+            }
         }
-        None => "",
-    };
-    q.push(" SELECT ev.id, CASE WHEN EXISTS (SELECT 1 FROM webhooks w WHERE w.company_id = ");
-    q.push_bind(company_id).push(" AND w.enabled) THEN refuse_outside_transaction('").push(HAS_WEBHOOKS).push("')");
-    q.push(one_changed).push(" ELSE '' END FROM ev");
+        checks.push((i, subscribed.clone(), exactly_one.is_some()));
+    }
+    for (n, (i, subscribed, one)) in checks.into_iter().enumerate() {
+        q.push(if n == 0 { " SELECT CASE" } else { " UNION ALL SELECT CASE" });
+        if let Some(subscribed) = subscribed {
+            q.push(" WHEN ").push_query(subscribed).push(" THEN refuse_outside_transaction('").push(HAS_WEBHOOKS).push("')");
+        }
+        if one {
+            q.push(&format!(" WHEN NOT EXISTS (SELECT 1 FROM one{i}) THEN refuse_outside_transaction('{CHANGED_NO_ROW}')"));
+        }
+        q.push(" ELSE '' END");
+    }
     q
 }
+
+/// Why [`one_statement`] refuses when its `exactly_one` write changed no row.
+pub const CHANGED_NO_ROW: &str = "its other write changed no row";
 
 /// `WITH [lead AS (lead),] ev AS (insert)`: one statement, as PostgreSQL runs every
 /// data-modifying part of a `WITH`, read or not.

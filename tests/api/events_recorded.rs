@@ -25,6 +25,7 @@ crate::backend_tests!(
     racing_creates_record_one_event_and_one_delivery_each,
     creates_reach_webhooks_made_on_another_replica,
     a_statement_sent_alone_writes_all_or_nothing,
+    changes_sharing_a_statement_keep_their_own_outcome,
 );
 
 /// Reads the feed after `cursor` until `n` events came (PostgreSQL shows an event once every
@@ -327,7 +328,7 @@ async fn creates_reach_webhooks_made_on_another_replica(backend: Backend) {
     let mut cursor = None;
     next_events(&app, &key, &mut cursor, 1 + SHOP_EVENTS + 1).await;
 
-    // The first server's changes sent as one statement (PostgreSQL): committed, refused.
+    // The first server's changes sent as one statement (PostgreSQL).
     let alone = || app.db.one_statement_changes().unwrap_or_default();
 
     // No webhook yet: nothing to deliver; the first server's creates (every other one) each went
@@ -336,7 +337,8 @@ async fn creates_reach_webhooks_made_on_another_replica(backend: Backend) {
     let before = create_racing(&app, &bases, shop, 20, "Before").await;
     created_events_match(&app, &next_events(&app, &key, &mut cursor, 20).await, &before).await;
     if backend == Backend::Postgres {
-        assert_eq!(alone(), (start.0 + 10, start.1), "committed, refused");
+        let now = alone();
+        assert_eq!((now.committed, now.refused), (start.committed + 10, start.refused), "committed, refused");
     }
 
     // A webhook made on the replica: both servers' creates reach it from now on.
@@ -353,8 +355,8 @@ async fn creates_reach_webhooks_made_on_another_replica(backend: Backend) {
     if backend == Backend::Postgres {
         // The first server learnt of the webhook from a refused statement, not from the replica.
         let now = alone();
-        assert_eq!(now.0, start.0, "a create went alone past the webhook");
-        assert!(now.1 > start.1, "no statement refused to run alone");
+        assert_eq!(now.committed, start.committed, "a create went alone past the webhook");
+        assert!(now.refused > start.refused, "no statement refused to run alone");
     }
 
     // Delivered before the webhook is disabled (a disabled webhook's pending deliveries fail).
@@ -376,7 +378,7 @@ async fn creates_reach_webhooks_made_on_another_replica(backend: Backend) {
     // Operators see the counts in /metrics (the recorder is shared by this binary's servers, so
     // a count there is at least this server's).
     if backend == Backend::Postgres {
-        let (committed, refused) = alone();
+        let autoshop::db::OneStatementCounts { committed, refused, .. } = alone();
         let text = app.request(reqwest::Method::GET, None, "/metrics", None).await.body;
         let count = |outcome: &str| -> u64 {
             let prefix = format!("db_one_statement_changes_total{{outcome=\"{outcome}\"}} ");
@@ -391,7 +393,7 @@ async fn creates_reach_webhooks_made_on_another_replica(backend: Backend) {
 /// The statement a change sends alone on PostgreSQL (its last write with its event) writes
 /// both or neither: refused when the company has a webhook, it leaves no trace.
 async fn a_statement_sent_alone_writes_all_or_nothing(backend: Backend) {
-    use autoshop::{db::Query, events::store::{NewEvent, insert_queries}, webhooks::store::inserted_unless_subscribed};
+    use autoshop::{db::Query, events::store::{NewEvent, insert_queries}, webhooks::store::one_statement};
     let app = TestApp::spawn(backend).await;
     let company = app.company_id;
     let event = |data: &str| insert_queries(company, vec![NewEvent { kind: "shop.updated", shop_id: None, data: data.to_owned() }], 10, 1).remove(0);
@@ -407,26 +409,91 @@ async fn a_statement_sent_alone_writes_all_or_nothing(backend: Backend) {
     }
     assert!(tx.can_commit_alone());
     // Two writes in one statement: the lead and the event.
-    let q = inserted_unless_subscribed(Some(event("\"lead 1\"")), event("\"event 1\""), None, company);
-    let rows = tx.commit_alone::<(i64, String)>(&q).await.unwrap();
-    assert_eq!(rows.map(|r| r.len()), Ok(1));
+    let change = one_statement(Some(event("\"lead 1\"")), Some(event("\"event 1\"")), None, company);
+    assert_eq!(tx.commit_alone(change).await.unwrap(), Ok(()));
     assert_eq!((count("\"lead 1\"").await, count("\"event 1\"").await), (1, 1));
 
     // A third write that must change exactly one row and changes none: all undone.
     let none = Query::new("UPDATE events SET type = type WHERE company_id = $1 AND id < 0").bind(company);
     let mut tx = app.db.begin().await.unwrap();
-    let q = inserted_unless_subscribed(Some(event("\"lead 2\"")), event("\"event 2\""), Some(none), company);
-    let refused = tx.commit_alone::<(i64, String)>(&q).await.unwrap();
-    assert_eq!(refused.map(|r| r.len()), Err("its other write changed no row".to_owned()));
+    let change = one_statement(Some(event("\"lead 2\"")), Some(event("\"event 2\"")), Some(none), company);
+    let refused = tx.commit_alone(change).await.unwrap();
+    assert_eq!(refused, Err(autoshop::webhooks::store::CHANGED_NO_ROW.to_owned()));
     assert_eq!((count("\"lead 2\"").await, count("\"event 2\"").await), (0, 0), "the refused statement undid itself");
 
     let r = app.post(&app.admin_key, "/api/v1/webhooks", json!({"url": "https://hooks.example.com/a", "events": ["*"]})).await;
     assert_eq!(r.status, 201, "{}", r.body);
-    let q = inserted_unless_subscribed(Some(event("\"lead 3\"")), event("\"event 3\""), None, company);
-    let refused = tx.commit_alone::<(i64, String)>(&q).await.unwrap();
-    assert_eq!(refused.map(|r| r.len()), Err(autoshop::webhooks::store::HAS_WEBHOOKS.to_owned()), "a company with a webhook needs a transaction");
+    let change = one_statement(Some(event("\"lead 3\"")), Some(event("\"event 3\"")), None, company);
+    let refused = tx.commit_alone(change).await.unwrap();
+    assert_eq!(refused, Err(autoshop::webhooks::store::HAS_WEBHOOKS.to_owned()), "a company with a webhook needs a transaction");
     assert_eq!((count("\"lead 3\"").await, count("\"event 3\"").await), (0, 0), "the refused statement undid itself");
     // Once a statement began the transaction, it is no longer alone.
     tx.execute(&Query::new("SELECT 1")).await.unwrap();
     assert!(!tx.can_commit_alone());
+}
+
+/// On PostgreSQL, changes sent alone at the same moment share statements (`db::merged`), and
+/// each must still commit or refuse on its own. 24 changes race, twice: first all good (some
+/// must share a statement: four statements of a shape at most are on their way at once), then
+/// with every other one's third write changing no row (the same statement text as the others',
+/// whose third write changes one: one shape, so they merge). Those refuse and leave no trace,
+/// and each of the others is written once, also when it had been merged with a refused one
+/// (its statement was undone and it went again alone).
+async fn changes_sharing_a_statement_keep_their_own_outcome(backend: Backend) {
+    use autoshop::{db::Query, events::store::{NewEvent, insert_queries}, webhooks::store::{CHANGED_NO_ROW, one_statement}};
+    let app = TestApp::spawn(backend).await;
+    if backend == Backend::Sqlite {
+        assert!(!app.db.begin().await.unwrap().can_commit_alone(), "SQLite's writer commits a change in one hand-off already");
+        return;
+    }
+    let company = app.company_id;
+    let event = |data: String| insert_queries(company, vec![NewEvent { kind: "shop.updated", shop_id: None, data }], 10, 1).remove(0);
+    // Each change's third write touches its own marker row, which exists unless it should refuse.
+    let markers = Query::new("INSERT INTO events (company_id, type, shop_id, data, created_at) SELECT $1, 'shop.created', NULL, 'marker ' || n, 1 FROM generate_series(0, 23) n").bind(company);
+    app.db.execute(&markers).await.unwrap();
+    let marker = |round: usize, i: usize, refuses: bool| {
+        let data = if refuses { format!("no marker {i}") } else { format!("marker {i}") };
+        Query::new("UPDATE events SET created_at = created_at + $3 WHERE company_id = $1 AND type = 'shop.created' AND data = $2")
+            .bind(company)
+            .bind(data)
+            .bind(round as i64)
+    };
+    let race = |round: usize, refuses: fn(usize) -> bool| {
+        futures_util::future::join_all((0..24).map(|i| {
+            let (db, lead, ev) = (app.db.clone(), event(format!("\"lead {round}.{i}\"")), event(format!("\"event {round}.{i}\"")));
+            let exactly_one = Some(marker(round, i, refuses(i)));
+            async move {
+                let mut tx = db.begin().await.unwrap();
+                tx.commit_alone(one_statement(Some(lead), Some(ev), exactly_one, company)).await.unwrap()
+            }
+        }))
+    };
+    let written = || async {
+        let q = Query::new("SELECT data, COUNT(*) FROM events WHERE company_id = $1 AND type = 'shop.updated' GROUP BY data").bind(company);
+        app.db.fetch_all::<(String, i64)>(&q).await.unwrap().into_iter().collect::<BTreeMap<String, i64>>()
+    };
+    let expected = |rounds: &[(usize, fn(usize) -> bool)]| -> BTreeMap<String, i64> {
+        rounds
+            .iter()
+            .flat_map(|&(round, refuses)| (0..24).filter(move |i| !refuses(*i)).map(move |i| (round, i)))
+            .flat_map(|(round, i)| [(format!("\"lead {round}.{i}\""), 1), (format!("\"event {round}.{i}\""), 1)])
+            .collect()
+    };
+    let (never, odd): (fn(usize) -> bool, fn(usize) -> bool) = (|_| false, |i| i % 2 == 1);
+
+    let before = app.db.one_statement_changes().unwrap();
+    assert!(race(1, never).await.iter().all(|o| *o == Ok(())));
+    let after = app.db.one_statement_changes().unwrap();
+    assert_eq!((after.committed - before.committed, after.refused - before.refused), (24, 0));
+    assert!(after.shared > before.shared, "no change shared a statement");
+    assert_eq!(written().await, expected(&[(1, never)]));
+
+    let before = after;
+    for (i, outcome) in race(2, odd).await.into_iter().enumerate() {
+        let expected = if odd(i) { Err(CHANGED_NO_ROW.to_owned()) } else { Ok(()) };
+        assert_eq!(outcome, expected, "change {i}");
+    }
+    let after = app.db.one_statement_changes().unwrap();
+    assert_eq!((after.committed - before.committed, after.refused - before.refused), (12, 12), "each refusal counted once");
+    assert_eq!(written().await, expected(&[(1, never), (2, odd)]), "each change written once, the refused ones not at all");
 }
