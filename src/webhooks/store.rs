@@ -150,7 +150,12 @@ fn one_statement_of(changes: &[Vec<Option<Query>>]) -> Query {
         checks.push((i, subscribed.clone(), exactly_one.is_some()));
     }
     for (n, (i, subscribed, one)) in checks.into_iter().enumerate() {
-        q.push(if n == 0 { " SELECT CASE" } else { " UNION ALL SELECT CASE" });
+        q.push(if n == 0 { " SELECT" } else { " UNION ALL SELECT" });
+        if subscribed.is_none() && !one {
+            q.push(" ''");
+            continue;
+        }
+        q.push(" CASE");
         if let Some(subscribed) = subscribed {
             q.push(" WHEN ").push_query(subscribed).push(" THEN refuse_outside_transaction('").push(HAS_WEBHOOKS).push("')");
         }

@@ -412,6 +412,10 @@ async fn a_statement_sent_alone_writes_all_or_nothing(backend: Backend) {
     let change = one_statement(Some(event("\"lead 1\"")), Some(event("\"event 1\"")), None, company);
     assert_eq!(tx.commit_alone(change).await.unwrap(), Ok(()));
     assert_eq!((count("\"lead 1\"").await, count("\"event 1\"").await), (1, 1));
+    // A change without events has nothing to check.
+    let mut tx = app.db.begin().await.unwrap();
+    assert_eq!(tx.commit_alone(one_statement(Some(event("\"lead only\"")), None, None, company)).await.unwrap(), Ok(()));
+    assert_eq!(count("\"lead only\"").await, 1);
 
     // A third write that must change exactly one row and changes none: all undone.
     let none = Query::new("UPDATE events SET type = type WHERE company_id = $1 AND id < 0").bind(company);
