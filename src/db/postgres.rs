@@ -244,10 +244,17 @@ pub async fn commit_statement<'c, E: Executor<'c, Database = Postgres>>(pg: &Pg,
             }
             Ok(Err(e.message().to_owned()))
         }
-        // A merged statement the database rejected was undone: its changes go again one by one.
-        Err(sqlx::Error::Database(e)) if changes > 1 => Ok(Err(e.message().to_owned())),
+        // A merged statement the database rejected (an ERROR, which ends the statement and
+        // undoes it) goes again change by change. A FATAL or PANIC may come after the commit:
+        // its outcome is unknown, so it is reported, never sent again.
+        Err(sqlx::Error::Database(e)) if changes > 1 && rejected_statement(&*e) => Ok(Err(e.message().to_owned())),
         Err(e) => Err(e.into()),
     }
+}
+
+/// Whether `e` ended only the statement (severity ERROR), which PostgreSQL then undid.
+fn rejected_statement(e: &(dyn sqlx::error::DatabaseError + 'static)) -> bool {
+    e.try_downcast_ref::<sqlx::postgres::PgDatabaseError>().is_some_and(|e| e.severity() == sqlx::postgres::PgSeverity::Error)
 }
 
 /// Reads `q` on a connection of its own (outside the pool), sending its rows in batches (see

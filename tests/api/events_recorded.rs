@@ -442,7 +442,8 @@ async fn a_statement_sent_alone_writes_all_or_nothing(backend: Backend) {
 /// with every other one's third write changing no row (the same statement text as the others',
 /// whose third write changes one: one shape, so they merge). Those refuse and leave no trace,
 /// and each of the others is written once, also when it had been merged with a refused one
-/// (its statement was undone and it went again alone).
+/// (its statement was undone and it went again alone). A third round mixes in changes that the
+/// database rejects (an event of a company that does not exist): each of those fails alone.
 async fn changes_sharing_a_statement_keep_their_own_outcome(backend: Backend) {
     use autoshop::{db::Query, events::store::{NewEvent, insert_queries}, webhooks::store::{CHANGED_NO_ROW, one_statement}};
     let app = TestApp::spawn(backend).await;
@@ -462,13 +463,18 @@ async fn changes_sharing_a_statement_keep_their_own_outcome(backend: Backend) {
             .bind(data)
             .bind(round as i64)
     };
-    let race = |round: usize, refuses: fn(usize) -> bool| {
-        futures_util::future::join_all((0..24).map(|i| {
-            let (db, lead, ev) = (app.db.clone(), event(format!("\"lead {round}.{i}\"")), event(format!("\"event {round}.{i}\"")));
+    let race = |round: usize, refuses: fn(usize) -> bool, rejected: fn(usize) -> bool| {
+        let db = app.db.clone();
+        futures_util::future::join_all((0..24).map(move |i| {
+            let lead = match rejected(i) {
+                true => insert_queries(-1, vec![NewEvent { kind: "shop.updated", shop_id: None, data: format!("\"lead {round}.{i}\"") }], 10, 1).remove(0),
+                false => event(format!("\"lead {round}.{i}\"")),
+            };
+            let (db, ev) = (db.clone(), event(format!("\"event {round}.{i}\"")));
             let exactly_one = Some(marker(round, i, refuses(i)));
             async move {
                 let mut tx = db.begin().await.unwrap();
-                tx.commit_alone(one_statement(Some(lead), Some(ev), exactly_one, company)).await.unwrap()
+                tx.commit_alone(one_statement(Some(lead), Some(ev), exactly_one, company)).await
             }
         }))
     };
@@ -486,18 +492,30 @@ async fn changes_sharing_a_statement_keep_their_own_outcome(backend: Backend) {
     let (never, odd): (fn(usize) -> bool, fn(usize) -> bool) = (|_| false, |i| i % 2 == 1);
 
     let before = app.db.one_statement_changes().unwrap();
-    assert!(race(1, never).await.iter().all(|o| *o == Ok(())));
+    assert!(race(1, never, never).await.into_iter().all(|o| o.unwrap() == Ok(())));
     let after = app.db.one_statement_changes().unwrap();
     assert_eq!((after.committed - before.committed, after.refused - before.refused), (24, 0));
     assert!(after.shared > before.shared, "no change shared a statement");
     assert_eq!(written().await, expected(&[(1, never)]));
 
     let before = after;
-    for (i, outcome) in race(2, odd).await.into_iter().enumerate() {
+    for (i, outcome) in race(2, odd, never).await.into_iter().enumerate() {
         let expected = if odd(i) { Err(CHANGED_NO_ROW.to_owned()) } else { Ok(()) };
-        assert_eq!(outcome, expected, "change {i}");
+        assert_eq!(outcome.unwrap(), expected, "change {i}");
     }
     let after = app.db.one_statement_changes().unwrap();
     assert_eq!((after.committed - before.committed, after.refused - before.refused), (12, 12), "each refusal counted once");
     assert_eq!(written().await, expected(&[(1, never), (2, odd)]), "each change written once, the refused ones not at all");
+
+    let third: fn(usize) -> bool = |i| i % 3 == 0;
+    let before = after;
+    for (i, outcome) in race(3, never, third).await.into_iter().enumerate() {
+        match outcome {
+            Ok(outcome) => assert!(!third(i) && outcome == Ok(()), "change {i}: {outcome:?}"),
+            Err(e) => assert!(third(i), "change {i} failed: {e}"),
+        }
+    }
+    let after = app.db.one_statement_changes().unwrap();
+    assert_eq!((after.committed - before.committed, after.refused - before.refused), (16, 0));
+    assert_eq!(written().await, expected(&[(1, never), (2, odd), (3, third)]), "the rejected changes wrote nothing, the others once");
 }
