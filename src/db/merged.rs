@@ -6,8 +6,10 @@
 //! own statement, 16 clients: 2,850 creates/s one per statement, 8,960/s eight per statement.
 //! So a change waits here only while up to [`MAX_IN_FLIGHT`] statements of its shape are on their
 //! way; it then goes with the others that waited meanwhile (a lone request goes at once). A
-//! merged statement commits all of its changes or none: when it fails for any reason, each of
-//! its changes is sent again on its own, so one change's refusal or error is never another's.
+//! merged statement commits all of its changes or none. When the database refuses it or
+//! rejects it (an `ERROR`, which undoes the statement), each of its changes is sent again on
+//! its own, so one change's refusal or error is never another's; when its outcome is unknown
+//! (the connection failed, a `FATAL`), each change is told so and none is sent again.
 
 use std::{
     collections::HashMap,
@@ -20,8 +22,9 @@ use tokio::sync::oneshot;
 use super::{DbError, OneStatement, Query, postgres::{self, Pg}};
 
 /// Statements of one shape on their way at once (each shape counts apart: keyed and plain
-/// creates are two). A waiting change holds no connection, so senders cannot starve it. (pgbench, eight creates per statement: 2 clients 7,200/s, 4 clients 8,450/s,
-/// 8 clients 7,350/s.)
+/// creates are two). A waiting change holds no connection, so senders cannot starve it.
+/// (pgbench, eight creates per statement: 2 clients 7,200/s, 4 clients 8,450/s, 8 clients
+/// 7,350/s.)
 const MAX_IN_FLIGHT: usize = 4;
 
 /// Changes per statement at most. Batches are powers of two, so a shape has at most five
@@ -145,8 +148,9 @@ impl Drop for InFlight<'_> {
     }
 }
 
-/// Changes merge when their parts are the same statements but for the values (a different
-/// shape that hashed alike would still merge correctly, into a statement text of its own).
+/// Changes merge when they have the same `merge` and their parts are the same statements but
+/// for the values. (Two such shapes that hashed alike would still merge correctly, into a
+/// statement text of their own: `merge` accepts any parts of its own layout.)
 fn shape(change: &OneStatement) -> u64 {
     let mut h = std::collections::hash_map::DefaultHasher::new();
     (change.merge as usize).hash(&mut h);

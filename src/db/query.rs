@@ -72,8 +72,9 @@ impl Query {
     }
 
     /// Appends `other`, its placeholders renumbered after this query's own: two statements
-    /// become one (the parts of a data-modifying `WITH`).
-    pub fn push_query(&mut self, other: Query) -> &mut Self {
+    /// become one (the parts of a data-modifying `WITH`). Borrowed: a change sent alone on
+    /// PostgreSQL keeps its parts to send them again if its shared statement is undone.
+    pub fn push_query(&mut self, other: &Query) -> &mut Self {
         let shift = self.args.len();
         let mut chars = other.sql.chars().peekable();
         while let Some(c) = chars.next() {
@@ -88,7 +89,7 @@ impl Query {
             }
             self.sql.push_str(&(n + shift).to_string());
         }
-        self.args.extend(other.args);
+        self.args.extend(other.args.iter().cloned());
         self
     }
 
@@ -187,7 +188,7 @@ mod tests {
         // Eleven arguments, so two-digit placeholders are renumbered whole.
         let mut other = Query::new("INSERT INTO u VALUES ($1, '$', $10, $11)").bind("y");
         other.args.extend((1..11).map(|n| Arg::I64(Some(n))));
-        q.push(", b AS (").push_query(other).push(")");
+        q.push(", b AS (").push_query(&other).push(")");
         assert_eq!(q.sql(), "WITH a AS (INSERT INTO t VALUES ($1, $2, $2)), b AS (INSERT INTO u VALUES ($3, '$', $12, $13))");
         assert_eq!(q.args.len(), 13);
         assert_eq!((&q.args[2], &q.args[12]), (&Arg::Text(Some("y".into())), &Arg::I64(Some(10))));

@@ -144,10 +144,10 @@ fn one_statement_of(changes: &[Vec<Option<Query>>]) -> Query {
                 if !std::mem::take(&mut first) {
                     q.push(", ");
                 }
-                q.push(&format!("{name}{i} AS (")).push_query(part.clone()).push(returning).push(")");
+                q.push(&format!("{name}{i} AS (")).push_query(part).push(returning).push(")");
             }
         }
-        checks.push((i, subscribed.clone(), exactly_one.is_some()));
+        checks.push((i, subscribed.as_ref(), exactly_one.is_some()));
     }
     for (n, (i, subscribed, one)) in checks.into_iter().enumerate() {
         q.push(if n == 0 { " SELECT" } else { " UNION ALL SELECT" });
@@ -175,9 +175,9 @@ pub const CHANGED_NO_ROW: &str = "its other write changed no row";
 fn with_inserted(lead: Option<Query>, insert: Query) -> Query {
     let mut q = Query::new("WITH ");
     if let Some(lead) = lead {
-        q.push("lead AS (").push_query(lead).push("), ");
+        q.push("lead AS (").push_query(&lead).push("), ");
     }
-    q.push("ev AS (").push_query(insert).push(")");
+    q.push("ev AS (").push_query(&insert).push(")");
     q
 }
 
