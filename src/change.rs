@@ -73,6 +73,7 @@ impl Outbox {
         };
         LastStatements {
             company_id: self.company_id,
+            lock_order: self.events.first().and_then(|e| e.shop_id).unwrap_or(0),
             stored_answer,
             lead: None,
             events: events::store::insert_queries(self.company_id, std::mem::take(&mut self.events), EVENTS_CHUNK, now_micros()),
@@ -274,6 +275,9 @@ where
 /// the outbox adds no round trip there.
 struct LastStatements {
     company_id: i64,
+    /// The shop of the first event: the change's place in a statement it shares (see
+    /// [`crate::db::OneStatement::lock_order`]).
+    lock_order: i64,
     /// The statement that stores a keyed request's answer, and the request's claim (told when
     /// another request stored an answer for the key first).
     stored_answer: Option<(Query, idempotency::Slot)>,
@@ -303,7 +307,8 @@ impl LastStatements {
         if !self.events.is_empty() && tx.skips_alone(self.company_id) {
             return Ok(false);
         }
-        let change = webhooks::store::one_statement(self.lead.clone(), self.events.first().cloned(), answer, self.company_id);
+        let change = webhooks::store::one_statement(self.lead.clone(), self.events.first().cloned(), answer, self.company_id)
+            .with_lock_order(self.lock_order);
         match tx.commit_alone(change).await? {
             Ok(()) => Ok(true),
             Err(reason) => {

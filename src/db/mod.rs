@@ -267,6 +267,17 @@ pub struct OneStatementCounts {
 pub struct OneStatement {
     pub parts: Vec<Option<Query>>,
     pub merge: fn(&[Vec<Option<Query>>]) -> Query,
+    /// Where the change goes in a statement it shares: changes are written in this order, so
+    /// two statements that write rows of the same shops (their counters) lock those rows in
+    /// one order and cannot deadlock. The shop the change is about, or 0.
+    pub lock_order: i64,
+}
+
+impl OneStatement {
+    /// See [`OneStatement::lock_order`].
+    pub fn with_lock_order(self, lock_order: i64) -> OneStatement {
+        OneStatement { lock_order, ..self }
+    }
 }
 
 /// A write transaction on either backend. Dropped without `commit`, it rolls back.

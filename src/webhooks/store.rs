@@ -127,7 +127,7 @@ pub fn one_statement(lead: Option<Query>, insert: Option<Query>, exactly_one: Op
         q.push_bind(company_id).push(" AND w.enabled)");
         q
     });
-    OneStatement { parts: vec![lead, insert, exactly_one, subscribed], merge: one_statement_of }
+    OneStatement { parts: vec![lead, insert, exactly_one, subscribed], merge: one_statement_of, lock_order: 0 }
 }
 
 /// The statement of one or more changes of [`one_statement`]: each change's writes are parts

@@ -26,6 +26,7 @@ crate::backend_tests!(
     creates_reach_webhooks_made_on_another_replica,
     a_statement_sent_alone_writes_all_or_nothing,
     changes_sharing_a_statement_keep_their_own_outcome,
+    shared_statements_write_their_changes_in_lock_order,
 );
 
 /// Reads the feed after `cursor` until `n` events came (PostgreSQL shows an event once every
@@ -518,4 +519,46 @@ async fn changes_sharing_a_statement_keep_their_own_outcome(backend: Backend) {
     let after = app.db.one_statement_changes().unwrap();
     assert_eq!((after.committed - before.committed, after.refused - before.refused), (16, 0));
     assert_eq!(written().await, expected(&[(1, never), (2, odd), (3, third)]), "the rejected changes wrote nothing, the others once");
+}
+
+/// Two statements that write rows of the same shops (their counter rows) must lock them in one
+/// order, or they deadlock (PostgreSQL breaks it after a second). So a shared statement writes
+/// its changes in their lock order: 48 changes with shuffled orders race, and within every
+/// statement (one `xid`) the rows' ids, given as PostgreSQL writes them, follow the orders, in
+/// the same direction in every statement.
+async fn shared_statements_write_their_changes_in_lock_order(backend: Backend) {
+    use autoshop::{db::Query, events::store::{NewEvent, insert_queries}, webhooks::store::one_statement};
+    let app = TestApp::spawn(backend).await;
+    if backend == Backend::Sqlite {
+        assert!(!app.db.begin().await.unwrap().can_commit_alone(), "SQLite's writer commits a change in one hand-off already");
+        return;
+    }
+    let company = app.company_id;
+    const CHANGES: i64 = 48;
+    let outcomes = futures_util::future::join_all((0..CHANGES).map(|i| {
+        let lock_order = (i * 29) % CHANGES;
+        let lead = insert_queries(company, vec![NewEvent { kind: "shop.updated", shop_id: None, data: format!("\"order {lock_order}\"") }], 10, 1).remove(0);
+        let db = app.db.clone();
+        async move { db.begin().await.unwrap().commit_alone(one_statement(Some(lead), None, None, company).with_lock_order(lock_order)).await }
+    }))
+    .await;
+    assert!(outcomes.into_iter().all(|o| o.unwrap() == Ok(())));
+
+    let q = Query::new("SELECT xid, data FROM events WHERE company_id = $1 AND data LIKE '\"order %' ORDER BY id").bind(company);
+    let mut statements: BTreeMap<i64, Vec<i64>> = BTreeMap::new();
+    for (xid, data) in app.db.fetch_all::<(i64, String)>(&q).await.unwrap() {
+        let order = data.trim_matches('"').trim_start_matches("order ").parse().unwrap();
+        statements.entry(xid).or_default().push(order);
+    }
+    assert_eq!(statements.values().map(Vec::len).sum::<usize>(), CHANGES as usize);
+    let shared: Vec<&Vec<i64>> = statements.values().filter(|orders| orders.len() > 1).collect();
+    assert!(!shared.is_empty(), "no statement was shared: {statements:?}");
+    let ascending = shared[0][0] < shared[0][1];
+    for orders in shared {
+        assert!(
+            orders.windows(2).all(|w| (w[0] < w[1]) == ascending),
+            "a statement wrote its changes out of lock order ({}): {orders:?}",
+            if ascending { "ascending" } else { "descending" }
+        );
+    }
 }
