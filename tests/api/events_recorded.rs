@@ -27,6 +27,7 @@ crate::backend_tests!(
     a_statement_sent_alone_writes_all_or_nothing,
     changes_sharing_a_statement_keep_their_own_outcome,
     shared_statements_write_their_changes_in_lock_order,
+    a_change_whose_request_is_gone_is_not_sent,
 );
 
 /// Reads the feed after `cursor` until `n` events came (PostgreSQL shows an event once every
@@ -561,4 +562,52 @@ async fn shared_statements_write_their_changes_in_lock_order(backend: Backend) {
             if ascending { "ascending" } else { "descending" }
         );
     }
+}
+
+/// A change that waits for a statement (every connection busy) leaves with its request: when
+/// the client goes or the deadline answers 503, nothing of it is written later, so a client that
+/// retries after the 503 makes no duplicate. The test holds the one connection of a pool of its
+/// own, queues twelve changes, drops every other one's request, then frees the connection: the
+/// six kept are written once each, the six dropped never.
+async fn a_change_whose_request_is_gone_is_not_sent(backend: Backend) {
+    use autoshop::{
+        db::{Db, DbConfig, Query},
+        events::store::{NewEvent, insert_queries},
+        webhooks::store::one_statement,
+    };
+    let app = TestApp::spawn(backend).await;
+    if backend == Backend::Sqlite {
+        assert!(!app.db.begin().await.unwrap().can_commit_alone(), "SQLite's writer commits a change in one hand-off already");
+        return;
+    }
+    let company = app.company_id;
+    let pool = Db::connect(&DbConfig { url: app.db_url.clone(), max_connections: 1 }).await.unwrap();
+    let mut held = pool.begin().await.unwrap();
+    held.execute(&Query::new("SELECT 1")).await.unwrap();
+    let label = |i: usize| if i % 2 == 0 { format!("\"kept {i}\"") } else { format!("\"gone {i}\"") };
+    let changes: Vec<_> = (0..12)
+        .map(|i| {
+            let lead = insert_queries(company, vec![NewEvent { kind: "shop.updated", shop_id: None, data: label(i) }], 10, 1).remove(0);
+            let db = pool.clone();
+            tokio::spawn(async move { db.begin().await.unwrap().commit_alone(one_statement(Some(lead), None, None, company)).await })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let mut kept = Vec::new();
+    for (i, change) in changes.into_iter().enumerate() {
+        if i % 2 == 0 {
+            kept.push(change);
+        } else {
+            change.abort();
+            assert!(change.await.unwrap_err().is_cancelled(), "change {i} finished while the connection was held");
+        }
+    }
+    drop(held);
+    for change in kept {
+        assert_eq!(change.await.unwrap().unwrap(), Ok(()));
+    }
+    let q = Query::new("SELECT data, COUNT(*) FROM events WHERE company_id = $1 AND type = 'shop.updated' GROUP BY data").bind(company);
+    let written: BTreeMap<String, i64> = app.db.fetch_all::<(String, i64)>(&q).await.unwrap().into_iter().collect();
+    let expected: BTreeMap<String, i64> = (0..12).step_by(2).map(|i| (label(i), 1)).collect();
+    assert_eq!(written, expected, "the kept changes written once each, the dropped ones never");
 }
