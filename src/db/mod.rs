@@ -59,8 +59,12 @@ impl From<sqlx::Error> for DbError {
             | sqlx::Error::PoolClosed
             | sqlx::Error::WorkerCrashed
             | sqlx::Error::Tls(_) => DbError::Unavailable(e.to_string()),
-            // PostgreSQL shutting down / starting up / too many connections.
-            sqlx::Error::Database(d) if d.code().is_some_and(|c| c.starts_with("57P") || c == "53300" || c.starts_with("08")) => {
+            // PostgreSQL shutting down / starting up / too many connections; or the transaction
+            // was undone as a deadlock's victim or by a serialization failure, which a retry
+            // most likely gets past (a 503 with `Retry-After`, not a 500: nothing was written).
+            sqlx::Error::Database(d)
+                if d.code().is_some_and(|c| c.starts_with("57P") || c == "53300" || c.starts_with("08") || c == "40P01" || c == "40001") =>
+            {
                 DbError::Unavailable(e.to_string())
             }
             _ => DbError::Other(e.to_string()),

@@ -7,6 +7,7 @@ crate::backend_tests!(
     framework_rejections_are_problem_json,
     request_bodies_are_checked_in_order,
     database_outage_is_503,
+    a_deadlock_victim_is_told_to_retry,
     openapi_describes_every_route_and_error,
     responses_are_gzipped_on_request,
 );
@@ -164,4 +165,26 @@ async fn responses_are_gzipped_on_request(backend: Backend) {
     assert!(plain.headers().get("content-encoding").is_none());
     let plain = plain.bytes().await.unwrap().len();
     assert!(compressed * 3 < plain, "{compressed} vs {plain} bytes");
+}
+
+/// PostgreSQL undoes one of two transactions that wait for each other (after `deadlock_timeout`,
+/// a second). Its writer gets `Unavailable`, a 503 with `Retry-After` (nothing was written, and
+/// a retry most likely goes through), not the 500 of an unexpected error.
+async fn a_deadlock_victim_is_told_to_retry(backend: Backend) {
+    use autoshop::db::{DbError, Query};
+    let app = TestApp::spawn(backend).await;
+    if backend == Backend::Sqlite {
+        // One writer runs one transaction at a time: two cannot wait for each other.
+        return;
+    }
+    let (other, _) = app.new_company("Other").await;
+    let touch = |company: i64| Query::new("UPDATE companies SET name = name WHERE id = $1").bind(company);
+    let (mut a, mut b) = (app.db.begin().await.unwrap(), app.db.begin().await.unwrap());
+    a.execute(&touch(app.company_id)).await.unwrap();
+    b.execute(&touch(other)).await.unwrap();
+    let (cross_a, cross_b) = (touch(other), touch(app.company_id));
+    let (first, second) = tokio::join!(a.execute(&cross_a), b.execute(&cross_b));
+    let outcomes = [first, second];
+    assert_eq!(outcomes.iter().filter(|o| o.is_ok()).count(), 1, "one of the two goes on: {outcomes:?}");
+    assert!(outcomes.iter().any(|o| matches!(o, Err(DbError::Unavailable(e)) if e.contains("deadlock"))), "{outcomes:?}");
 }
