@@ -438,6 +438,20 @@ async fn a_statement_sent_alone_writes_all_or_nothing(backend: Backend) {
     assert!(!tx.can_commit_alone());
 }
 
+/// A test app on PostgreSQL, where changes are sent as one statement ([`Tx::commit_alone`]); on
+/// SQLite `None`, after checking that its writer never sends a change that way (it commits a
+/// change in one hand-off already).
+///
+/// [`Tx::commit_alone`]: autoshop::db::Tx::commit_alone
+async fn app_sending_changes_alone(backend: Backend) -> Option<TestApp> {
+    let app = TestApp::spawn(backend).await;
+    if backend == Backend::Sqlite {
+        assert!(!app.db.begin().await.unwrap().can_commit_alone(), "SQLite's writer commits a change in one hand-off already");
+        return None;
+    }
+    Some(app)
+}
+
 /// On PostgreSQL, changes sent alone at the same moment share statements (`db::merged`), and
 /// each must still commit or refuse on its own. 24 changes race, twice: first all good (some
 /// must share a statement: four statements of a shape at most are on their way at once), then
@@ -448,11 +462,7 @@ async fn a_statement_sent_alone_writes_all_or_nothing(backend: Backend) {
 /// database rejects (an event of a company that does not exist): each of those fails alone.
 async fn changes_sharing_a_statement_keep_their_own_outcome(backend: Backend) {
     use autoshop::{db::Query, events::store::{NewEvent, insert_queries}, webhooks::store::{CHANGED_NO_ROW, one_statement}};
-    let app = TestApp::spawn(backend).await;
-    if backend == Backend::Sqlite {
-        assert!(!app.db.begin().await.unwrap().can_commit_alone(), "SQLite's writer commits a change in one hand-off already");
-        return;
-    }
+    let Some(app) = app_sending_changes_alone(backend).await else { return };
     let company = app.company_id;
     let event = |data: String| insert_queries(company, vec![NewEvent { kind: "shop.updated", shop_id: None, data }], 10, 1).remove(0);
     // Each change's third write touches its own marker row, which exists unless it should refuse.
@@ -529,11 +539,7 @@ async fn changes_sharing_a_statement_keep_their_own_outcome(backend: Backend) {
 /// the same direction in every statement.
 async fn shared_statements_write_their_changes_in_lock_order(backend: Backend) {
     use autoshop::{db::Query, events::store::{NewEvent, insert_queries}, webhooks::store::one_statement};
-    let app = TestApp::spawn(backend).await;
-    if backend == Backend::Sqlite {
-        assert!(!app.db.begin().await.unwrap().can_commit_alone(), "SQLite's writer commits a change in one hand-off already");
-        return;
-    }
+    let Some(app) = app_sending_changes_alone(backend).await else { return };
     let company = app.company_id;
     const CHANGES: i64 = 48;
     let outcomes = futures_util::future::join_all((0..CHANGES).map(|i| {
@@ -575,11 +581,7 @@ async fn a_change_whose_request_is_gone_is_not_sent(backend: Backend) {
         events::store::{NewEvent, insert_queries},
         webhooks::store::one_statement,
     };
-    let app = TestApp::spawn(backend).await;
-    if backend == Backend::Sqlite {
-        assert!(!app.db.begin().await.unwrap().can_commit_alone(), "SQLite's writer commits a change in one hand-off already");
-        return;
-    }
+    let Some(app) = app_sending_changes_alone(backend).await else { return };
     let company = app.company_id;
     let pool = Db::connect(&DbConfig { url: app.db_url.clone(), max_connections: 1 }).await.unwrap();
     let mut held = pool.begin().await.unwrap();
