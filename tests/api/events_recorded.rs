@@ -28,6 +28,7 @@ crate::backend_tests!(
     changes_sharing_a_statement_keep_their_own_outcome,
     shared_statements_write_their_changes_in_lock_order,
     a_change_whose_request_is_gone_is_not_sent,
+    racing_creates_of_several_shops_share_statements_in_shop_order,
 );
 
 /// Reads the feed after `cursor` until `n` events came (PostgreSQL shows an event once every
@@ -560,10 +561,17 @@ async fn shared_statements_write_their_changes_in_lock_order(backend: Backend) {
     assert_eq!(statements.values().map(Vec::len).sum::<usize>(), CHANGES as usize);
     let shared: Vec<&Vec<i64>> = statements.values().filter(|orders| orders.len() > 1).collect();
     assert!(!shared.is_empty(), "no statement was shared: {statements:?}");
-    let ascending = shared[0][0] < shared[0][1];
-    for orders in shared {
+    assert_written_in_one_order(&shared);
+}
+
+/// Each statement's lock orders, as it wrote them, run one way (ties aside), and the same way in
+/// every statement.
+fn assert_written_in_one_order(statements: &[&Vec<i64>]) {
+    let first = statements[0];
+    let ascending = first.first() < first.last();
+    for orders in statements {
         assert!(
-            orders.windows(2).all(|w| (w[0] < w[1]) == ascending),
+            orders.windows(2).all(|w| w[0] == w[1] || (w[0] < w[1]) == ascending),
             "a statement wrote its changes out of lock order ({}): {orders:?}",
             if ascending { "ascending" } else { "descending" }
         );
@@ -612,4 +620,44 @@ async fn a_change_whose_request_is_gone_is_not_sent(backend: Backend) {
     let written: BTreeMap<String, i64> = app.db.fetch_all::<(String, i64)>(&q).await.unwrap().into_iter().collect();
     let expected: BTreeMap<String, i64> = (0..12).step_by(2).map(|i| (label(i), 1)).collect();
     assert_eq!(written, expected, "the kept changes written once each, the dropped ones never");
+}
+
+/// Through HTTP: creates of four shops race on PostgreSQL, and those that share a statement are
+/// written in the order of their shops (the lock order `Change` gives each, so two statements
+/// cannot deadlock on the shops' counter rows). Rounds of 48 creates run until four statements
+/// held several shops, so the check cannot pass on statements that had nothing to order.
+async fn racing_creates_of_several_shops_share_statements_in_shop_order(backend: Backend) {
+    use autoshop::db::Query;
+    let Some(app) = app_sending_changes_alone(backend).await else { return };
+    let app = Arc::new(app);
+    let key = app.admin_key.clone();
+    let mut shops = Vec::new();
+    for name in ["North", "East", "South", "West"] {
+        shops.push(app.create_shop(&key, name, "UTC").await);
+    }
+    let q = Query::new("SELECT xid, shop_id FROM events WHERE company_id = $1 AND type = 'appointment.created' ORDER BY id").bind(app.company_id);
+    let mut statements: BTreeMap<i64, Vec<i64>> = BTreeMap::new();
+    for round in 0..8 {
+        let races: Vec<_> = (0..48)
+            .map(|i| {
+                let b = body(shops[(i + round) % shops.len()], &format!("2031-01-{:02}T09:00:00Z", i % 28 + 1));
+                let app = app.clone();
+                tokio::spawn(async move { app.post(&app.admin_key, "/api/v1/appointments", b).await })
+            })
+            .collect();
+        for race in races {
+            let r = race.await.unwrap();
+            assert_eq!(r.status, 201, "{}", r.body);
+        }
+        statements = BTreeMap::new();
+        for (xid, shop) in app.db.fetch_all::<(i64, i64)>(&q).await.unwrap() {
+            statements.entry(xid).or_default().push(shop);
+        }
+        if statements.values().filter(|shops| shops.first() != shops.last()).count() >= 4 {
+            break;
+        }
+    }
+    let mixed: Vec<&Vec<i64>> = statements.values().filter(|shops| shops.first() != shops.last()).collect();
+    assert!(mixed.len() >= 4, "too few statements held several shops to check their order: {statements:?}");
+    assert_written_in_one_order(&mixed);
 }
