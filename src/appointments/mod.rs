@@ -200,17 +200,19 @@ async fn delete_appointment(State(state): State<AppState>, Writer(caller): Write
     Ok(StatusCode::NO_CONTENT)
 }
 
-/// For customers' `with_details`: each customer's appointments in the given shops (as this API
-/// returns them, by scheduled start), from one query for the whole page of customers. Derive
-/// their `vehicles` with [`model::distinct_vehicles`].
-pub async fn schedules_for_customers(
-    db: &crate::db::Db,
-    company_id: i64,
-    shops: &ShopFilter,
-    customer_ids: &[i64],
-) -> Result<HashMap<i64, Vec<Appointment>>, crate::db::DbError> {
+/// For customers' `with_details`: the statement that reads the appointments of a page of (at
+/// least one) customers, to run with the page's other details ([`crate::db::Db::read_together`]);
+/// [`schedules_of_customers`] turns its rows into each customer's schedule.
+pub fn customers_appointments(company_id: i64, customer_ids: &[i64]) -> crate::db::Rows<store::AppointmentRow> {
+    store::for_customers(company_id, customer_ids)
+}
+
+/// Each customer's appointments in the given shops (as this API returns them, by scheduled
+/// start), from the rows of [`customers_appointments`]. Derive their `vehicles` with
+/// [`model::distinct_vehicles`].
+pub fn schedules_of_customers(rows: Vec<store::AppointmentRow>, shops: &ShopFilter) -> HashMap<i64, Vec<Appointment>> {
     let mut out: HashMap<i64, Vec<Appointment>> = HashMap::new();
-    for row in store::for_customers(db, company_id, customer_ids).await? {
+    for row in rows {
         let in_scope = match shops {
             ShopFilter::All => true,
             ShopFilter::Only(ids) => ids.contains(&row.fields.shop_id),
@@ -219,7 +221,7 @@ pub async fn schedules_for_customers(
             out.entry(customer_id).or_default().push(row.into());
         }
     }
-    Ok(out)
+    out
 }
 
 async fn visible(state: &AppState, caller: &Caller, raw_id: &str) -> Result<store::AppointmentRow, ApiError> {

@@ -8,7 +8,7 @@ use super::{
 };
 use crate::{
     db::{
-        Db, DbError, Query, Reader, ShopFilter, Tx, company_row, now_micros,
+        Db, DbError, Query, Reader, Rows, ShopFilter, Tx, company_row, now_micros,
         page::{PageRequest, Sort, fetch_page_with, page_statements, page_statements_by_ids},
     },
 };
@@ -302,16 +302,13 @@ pub fn export_query(company_id: i64, shops: &ShopFilter, f: &ListFilters, page: 
     q
 }
 
-/// Every live (not deleted) appointment of the given customers (one query for a page of
-/// customers), by customer, then scheduled start, then id.
-pub async fn for_customers(db: &Db, company_id: i64, customer_ids: &[i64]) -> Result<Vec<AppointmentRow>, DbError> {
-    if customer_ids.is_empty() {
-        return Ok(Vec::new());
-    }
+/// Every live (not deleted) appointment of the given (at least one) customers (one query for a
+/// page of customers), by customer, then scheduled start, then id.
+pub fn for_customers(company_id: i64, customer_ids: &[i64]) -> Rows<AppointmentRow> {
     let mut q = Query::new(format!("SELECT {} FROM appointments a WHERE company_id = $1 AND deleted_at IS NULL AND customer_id IN ", select_columns()))
         .bind(company_id);
     q.push_in_list(customer_ids).push(" ORDER BY customer_id, start_at, id");
-    db.fetch_all(&q).await
+    Rows::of(q)
 }
 
 #[derive(crate::db::FromRow)]

@@ -1,14 +1,14 @@
 //! `with_details=true`: the related records of a whole page of customers, loaded with one query
-//! per relation (`customer_id IN (...)`), never one query per customer.
+//! per relation (`customer_id IN (...)`), never one query per customer, all four in one read.
 
 use std::collections::HashMap;
 
 use super::model::{Customer, CustomerVehicle};
 use crate::respond::group_by;
 use crate::{
-    appointments::model::Appointment,
+    appointments::{customers_appointments, model::{Appointment, distinct_vehicles}, schedules_of_customers, store::AppointmentRow},
     auth::Caller,
-    db::{Db, DbError, ShopFilter},
+    db::{Db, ShopFilter},
     error::ApiError,
     receivables::{
         model::{AccountPayment, Receivable},
@@ -26,24 +26,17 @@ pub struct AppointmentDetails {
     pub schedule: Vec<Appointment>,
 }
 
-/// Vehicles and schedule of these customers, by customer id: one query for the whole page,
-/// limited to the appointments of the key's shops.
-async fn appointment_details(
-    db: &Db,
-    company_id: i64,
-    shops: &ShopFilter,
-    customer_ids: &[i64],
-) -> Result<HashMap<i64, AppointmentDetails>, DbError> {
-    use crate::appointments::{model::distinct_vehicles, schedules_for_customers};
+/// Vehicles and schedule of each customer, by customer id, from their appointments' rows.
+fn appointment_details(rows: Vec<AppointmentRow>, shops: &ShopFilter) -> HashMap<i64, AppointmentDetails> {
     let mut out = HashMap::new();
-    for (id, appointments) in schedules_for_customers(db, company_id, shops, customer_ids).await? {
+    for (id, appointments) in schedules_of_customers(rows, shops) {
         let vehicles = distinct_vehicles(&appointments)
             .into_iter()
             .map(|v| CustomerVehicle { vehicle_id: v.vehicle_id, year: v.year, make: v.make, model: v.model })
             .collect();
         out.insert(id, AppointmentDetails { vehicles, schedule: appointments });
     }
-    Ok(out)
+    out
 }
 
 /// Fills the detail lists of every customer of a page. Accounts receivable follow the key's shop
@@ -54,16 +47,23 @@ pub async fn attach(db: &Db, caller: &Caller, customers: &mut [Customer]) -> Res
         None => ShopFilter::All,
         Some(ids) => ShopFilter::Only(ids.clone()),
     };
+    if ids.is_empty() {
+        return Ok(());
+    }
     let company = caller.company_id;
-    let mut ship_tos = group_by(ship_tos::for_customers(db, company, &ids).await?, |r| r.customer_id, ShipTo::from);
-    let mut entries =
-        group_by(receivables::for_customers(db, company, &shops, &ids).await?, |r| r.customer_id, Receivable::from);
-    let mut payments = group_by(
-        receivables::payments_for_customers(db, company, &shops, &ids).await?,
-        |r| r.customer_id,
-        AccountPayment::from,
-    );
-    let mut appointments = appointment_details(db, company, &shops, &ids).await?;
+    // One read for the four lists: on SQLite one snapshot, so a customer's lists agree.
+    let (ship_to_rows, entry_rows, payment_rows, appointment_rows) = db
+        .read_together((
+            ship_tos::for_customers(company, &ids),
+            receivables::for_customers(company, &shops, &ids),
+            receivables::payments_for_customers(company, &shops, &ids),
+            customers_appointments(company, &ids),
+        ))
+        .await?;
+    let mut ship_tos = group_by(ship_to_rows, |r| r.customer_id, ShipTo::from);
+    let mut entries = group_by(entry_rows, |r| r.customer_id, Receivable::from);
+    let mut payments = group_by(payment_rows, |r| r.customer_id, AccountPayment::from);
+    let mut appointments = appointment_details(appointment_rows, &shops);
     for customer in customers {
         let id = customer.customer_id;
         let from_appointments = appointments.remove(&id).unwrap_or_default();

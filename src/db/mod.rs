@@ -165,6 +165,20 @@ impl Db {
         }
     }
 
+    /// Several statements read together: on SQLite in one read transaction on one connection
+    /// (one snapshot, and one acquisition of the WAL read lock instead of one per statement);
+    /// on PostgreSQL one after the other on one pooled connection, each seeing the latest
+    /// commit as separate reads would. `reads` is a tuple of [`Rows`].
+    pub async fn read_together<R: Reads>(&self, reads: R) -> Result<R::Output, DbError> {
+        match self {
+            Db::Sqlite(db) => db.read(move |conn| sqlite::in_snapshot(conn, |conn| reads.read_sqlite(conn))).await,
+            Db::Postgres(pool) => {
+                let mut conn = pool.acquire().await?;
+                reads.read_postgres(&mut conn).await
+            }
+        }
+    }
+
     /// Every row of `q`, in batches of up to `batch` rows through a channel of `depth` batches,
     /// read from a connection of its own (not the pool's: a slow consumer must not hold back
     /// other requests) in one snapshot. The reading stops when the receiver is dropped.
@@ -253,6 +267,47 @@ impl Db {
         }
     }
 }
+
+/// Every row of a statement, decoded as `T`: what a store returns for a read that its caller
+/// runs together with others ([`Db::read_together`]).
+pub struct Rows<T> {
+    query: Query,
+    row: std::marker::PhantomData<fn() -> T>,
+}
+
+impl<T: FromRow> Rows<T> {
+    pub fn of(query: Query) -> Rows<T> {
+        Rows { query, row: std::marker::PhantomData }
+    }
+}
+
+/// Statements read together ([`Db::read_together`]): a tuple of [`Rows`], read into a tuple of
+/// `Vec`s.
+pub trait Reads: Send + Sync + 'static {
+    type Output: Send + 'static;
+    fn read_sqlite(&self, conn: &rusqlite::Connection) -> Result<Self::Output, DbError>;
+    fn read_postgres(&self, conn: &mut sqlx::PgConnection) -> impl std::future::Future<Output = Result<Self::Output, DbError>> + Send;
+}
+
+macro_rules! reads_of_tuples {
+    ($($row:ident $index:tt),+) => {
+        impl<$($row: FromRow),+> Reads for ($(Rows<$row>,)+) {
+            type Output = ($(Vec<$row>,)+);
+
+            fn read_sqlite(&self, conn: &rusqlite::Connection) -> Result<Self::Output, DbError> {
+                Ok(($(sqlite::fetch_all::<$row>(conn, &self.$index.query)?,)+))
+            }
+
+            async fn read_postgres(&self, conn: &mut sqlx::PgConnection) -> Result<Self::Output, DbError> {
+                Ok(($(postgres::fetch_all::<$row, _>(&mut *conn, &self.$index.query).await?,)+))
+            }
+        }
+    };
+}
+
+reads_of_tuples!(A 0, B 1);
+reads_of_tuples!(A 0, B 1, C 2);
+reads_of_tuples!(A 0, B 1, C 2, D 3);
 
 /// How changes sent as one statement ([`Tx::commit_alone`]) fared.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -1,7 +1,7 @@
 //! Accounts receivable and payment queries, always scoped by company and customer.
 
 use crate::{
-    db::{Db, DbError, Query, Reader, ShopFilter, Tx, page::{PageRequest, Sort, fetch_page}},
+    db::{Db, DbError, Query, Reader, Rows, ShopFilter, Tx, page::{PageRequest, Sort, fetch_page}},
 };
 
 /// Sortable fields and their columns.
@@ -77,27 +77,17 @@ pub async fn find(from: impl Into<Reader<'_>>, company_id: i64, customer_id: i64
     from.into().fetch_optional(q).await
 }
 
-/// Every entry of these customers in the given shops (`with_details`), by customer then id.
-pub async fn for_customers(db: &Db, company_id: i64, shops: &ShopFilter, customer_ids: &[i64]) -> Result<Vec<ReceivableRow>, DbError> {
-    if customer_ids.is_empty() {
-        return Ok(Vec::new());
-    }
+/// Every entry of these (at least one) customers in the given shops (`with_details`), by
+/// customer then id.
+pub fn for_customers(company_id: i64, shops: &ShopFilter, customer_ids: &[i64]) -> Rows<ReceivableRow> {
     let mut q = Query::new(format!("SELECT {COLUMNS} FROM accounts_receivable WHERE company_id = $1")).bind(company_id);
     shops.push_sql(&mut q, "shop_id");
     q.push(" AND customer_id IN ").push_in_list(customer_ids).push(" ORDER BY customer_id, id");
-    db.fetch_all(&q).await
+    Rows::of(q)
 }
 
 /// Every payment on those entries (`with_details`), by customer then id.
-pub async fn payments_for_customers(
-    db: &Db,
-    company_id: i64,
-    shops: &ShopFilter,
-    customer_ids: &[i64],
-) -> Result<Vec<PaymentRow>, DbError> {
-    if customer_ids.is_empty() {
-        return Ok(Vec::new());
-    }
+pub fn payments_for_customers(company_id: i64, shops: &ShopFilter, customer_ids: &[i64]) -> Rows<PaymentRow> {
     let mut q = Query::new(
         "SELECT p.id, p.customer_id, p.accounts_receivable_id, p.amount, p.date FROM account_payments p \
          JOIN accounts_receivable a ON a.company_id = p.company_id AND a.id = p.accounts_receivable_id \
@@ -106,7 +96,7 @@ pub async fn payments_for_customers(
     .bind(company_id);
     shops.push_sql(&mut q, "a.shop_id");
     q.push(" AND p.customer_id IN ").push_in_list(customer_ids).push(" ORDER BY p.customer_id, p.id");
-    db.fetch_all(&q).await
+    Rows::of(q)
 }
 
 /// What a create writes, in column order.

@@ -1,7 +1,7 @@
 //! Ship-to queries, always scoped by company and customer.
 
 use crate::{
-    db::{Db, DbError, Query, Reader, Tx, now_micros, page::{PageRequest, Sort, fetch_page}},
+    db::{Db, DbError, Query, Reader, Rows, Tx, now_micros, page::{PageRequest, Sort, fetch_page}},
 };
 
 /// Sortable fields and their columns.
@@ -40,14 +40,11 @@ pub async fn list(db: &Db, company_id: i64, customer_id: i64, page: &PageRequest
     fetch_page(db, COLUMNS, &q, page, "id").await
 }
 
-/// Every ship-to of these customers (`with_details`), by customer then id.
-pub async fn for_customers(db: &Db, company_id: i64, customer_ids: &[i64]) -> Result<Vec<ShipToRow>, DbError> {
-    if customer_ids.is_empty() {
-        return Ok(Vec::new());
-    }
+/// Every ship-to of these (at least one) customers (`with_details`), by customer then id.
+pub fn for_customers(company_id: i64, customer_ids: &[i64]) -> Rows<ShipToRow> {
     let mut q = Query::new(format!("SELECT {COLUMNS} FROM ship_tos WHERE company_id = $1 AND customer_id IN ")).bind(company_id);
     q.push_in_list(customer_ids).push(" ORDER BY customer_id, id");
-    db.fetch_all(&q).await
+    Rows::of(q)
 }
 
 pub async fn find(from: impl Into<Reader<'_>>, company_id: i64, customer_id: i64, id: i64) -> Result<Option<ShipToRow>, DbError> {
