@@ -38,6 +38,9 @@ impl Outbox {
     /// Records that `data` (the resource exactly as its GET shows it) changed.
     pub fn record<T: Serialize>(&mut self, kind: &'static str, shop_id: Option<i64>, data: &T) -> Result<(), ApiError> {
         debug_assert!(events::TYPES.contains(&kind), "unknown event type {kind}");
+        if cfg!(feature = "bench-outbox-off") {
+            return Ok(());
+        }
         debug_assert!(self.company_id != 0, "an event before its company");
         let data = serde_json::to_string(data).map_err(|e| ApiError::Internal(format!("serializing a {kind} event: {e}")))?;
         self.events.push(NewEvent { kind, shop_id, data });

@@ -21,6 +21,9 @@ fn main() -> anyhow::Result<()> {
         eprintln!("warning: mimalloc's purge delay option was not where expected; left at its default");
     }
     limit_malloc_arenas();
+    if cfg!(feature = "bench-outbox-off") {
+        eprintln!("warning: built with the bench-outbox-off feature: no change records its event (feed, stream and webhooks get nothing); for bench/outbox_http.sh only");
+    }
     tokio::runtime::Builder::new_multi_thread().enable_all().build()?.block_on(run())
 }
 

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# What the outbox costs `POST /api/v1/appointments` through HTTP: the server as shipped against
+# the same server built with `--features bench-outbox-off` (no change records its event), on
+# one data set, in rounds whose order alternates (A B, B A, ...), each round's ratio and their
+# mean. Issue #12's target: the POST with its event within 15% of the POST without (ratio >= 0.85).
+#
+#   bench/outbox_http.sh                          # PostgreSQL main data set, 6 rounds of 8 s, c=32
+#   OUTBOX_BACKEND=sqlite OUTBOX_ROUNDS=4 bench/outbox_http.sh
+#
+# `bench_seed outbox` measures the same difference below HTTP (the store's write path alone),
+# where the event is a larger share of the work; this script measures what a client sees.
+# Needs the data set that bench/run.sh generates. Knobs: OUTBOX_BACKEND (postgres), OUTBOX_ROUNDS
+# (6), OUTBOX_SECONDS (8), OUTBOX_CONNS (32), OUTBOX_DATASET (main), OUTBOX_BUILD (1), BENCH_PG_URL.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+backend=${OUTBOX_BACKEND:-postgres}; dataset=${OUTBOX_DATASET:-main}
+rounds=${OUTBOX_ROUNDS:-6}; seconds=${OUTBOX_SECONDS:-8}; conns=${OUTBOX_CONNS:-32}
+meta=bench/data/$backend-$dataset.json
+[ -f "$meta" ] || { echo "outbox: $meta is missing: run bench/run.sh once (BENCH_DATASETS=$dataset BENCH_BACKENDS=$backend)" >&2; exit 1; }
+case $backend in
+  sqlite) url="sqlite://$(pwd)/bench/data/sqlite-$dataset.db" ;;
+  postgres) url="${BENCH_PG_URL:-postgres://postgres@127.0.0.1:5432}/autoshop_bench_$dataset" ;;
+  *) echo "outbox: unknown backend $backend" >&2; exit 1 ;;
+esac
+export BENCH_KEY BENCH_FIRST_SHOP BENCH_SHOPS BENCH_FIRST_DAY BENCH_DAYS BENCH_FIRST_CUSTOMER BENCH_LAST_CUSTOMER BENCH_CUSTOMERS
+BENCH_KEY=$(jq -r .api_key "$meta"); BENCH_FIRST_SHOP=$(jq -r .first_shop "$meta"); BENCH_SHOPS=$(jq -r .shop_count "$meta")
+BENCH_FIRST_DAY=$(date -u -d "$(jq -r .first_day "$meta")" +%s); BENCH_DAYS=$(jq -r .days "$meta")
+BENCH_FIRST_CUSTOMER=$(jq -r .first_customer "$meta"); BENCH_LAST_CUSTOMER=$(jq -r .last_customer "$meta")
+BENCH_CUSTOMERS=$(jq -r .customers "$meta")
+
+# Both builds, one after the other (OUTBOX_BUILD=0 uses the binaries of an earlier run).
+if [ "${OUTBOX_BUILD:-1}" != 0 ]; then
+  cargo build --release --quiet --bin autoshop --features bench-outbox-off
+  cp target/release/autoshop target/release/autoshop-outbox-off
+  cargo build --release --quiet --bin autoshop
+fi
+
+# Both servers run side by side on the same database; only the one under load does any work.
+port=${BENCH_PORT:-18095}
+logs=$(mktemp -d)
+servers=()
+trap 'kill "${servers[@]}" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$logs"' EXIT
+start() { # binary port
+  "$1" serve --rate-limit 0 --listen "127.0.0.1:$2" --database-url "$url" --log warn >"$logs/$2.log" 2>&1 &
+  servers+=($!)
+  for _ in $(seq 1 300); do curl -sf "http://127.0.0.1:$2/readyz" >/dev/null && return; sleep 0.2; done
+  echo "outbox: server not ready" >&2; cat "$logs/$2.log" >&2; exit 1
+}
+start target/release/autoshop "$port"
+start target/release/autoshop-outbox-off "$((port + 1))"
+rps() { # port: one round of POSTs
+  BENCH_MODE=post wrk -t2 -c"$conns" -d"${seconds}s" --timeout 10s -s bench/wrk/autoshop.lua "http://127.0.0.1:$1" 2>&1 \
+    | sed -n 's/^BENCH //p' | jq -r 'if .non2xx > 0 or .socket_errors > 0 then error("non-2xx answers") else .rps end'
+}
+with=$port; without=$((port + 1))
+rps "$with" >/dev/null; rps "$without" >/dev/null # warm-up, not counted
+sum=0
+for r in $(seq 1 "$rounds"); do
+  if [ $((r % 2)) = 1 ]; then a=$(rps "$without"); b=$(rps "$with"); else b=$(rps "$with"); a=$(rps "$without"); fi
+  ratio=$(echo "scale=3; $b / $a" | bc)
+  sum=$(echo "scale=3; $sum + $ratio" | bc)
+  printf 'outbox: %s round %d: without events %.0f req/s, with %.0f req/s, ratio %s\n' "$backend" "$r" "$a" "$b" "$ratio"
+done
+printf 'outbox: %s POST with events / without: mean ratio %s over %d rounds (target >= 0.85)\n' "$backend" "$(echo "scale=3; $sum / $rounds" | bc)" "$rounds"
