@@ -17,18 +17,8 @@ cd "$(dirname "$0")/.."
 a=${1:?mode A}; b=${2:?mode B}
 backend=${AB_BACKEND:-sqlite}; dataset=${AB_DATASET:-main}
 rounds=${AB_ROUNDS:-5}; seconds=${AB_SECONDS:-8}; conns=${AB_CONNS:-32}
-meta=bench/data/$backend-$dataset.json
-[ -f "$meta" ] || { echo "ab: $meta is missing: run bench/run.sh once (BENCH_DATASETS=$dataset BENCH_BACKENDS=$backend)" >&2; exit 1; }
-case $backend in
-  sqlite) url="sqlite://$(pwd)/bench/data/sqlite-$dataset.db" ;;
-  postgres) url="${BENCH_PG_URL:-postgres://postgres@127.0.0.1:5432}/autoshop_bench_$dataset" ;;
-  *) echo "ab: unknown backend $backend" >&2; exit 1 ;;
-esac
-export BENCH_KEY BENCH_FIRST_SHOP BENCH_SHOPS BENCH_FIRST_DAY BENCH_DAYS BENCH_FIRST_CUSTOMER BENCH_LAST_CUSTOMER BENCH_CUSTOMERS
-BENCH_KEY=$(jq -r .api_key "$meta"); BENCH_FIRST_SHOP=$(jq -r .first_shop "$meta"); BENCH_SHOPS=$(jq -r .shop_count "$meta")
-BENCH_FIRST_DAY=$(date -u -d "$(jq -r .first_day "$meta")" +%s); BENCH_DAYS=$(jq -r .days "$meta")
-BENCH_FIRST_CUSTOMER=$(jq -r .first_customer "$meta"); BENCH_LAST_CUSTOMER=$(jq -r .last_customer "$meta")
-BENCH_CUSTOMERS=$(jq -r .customers "$meta")
+. bench/dataset.sh
+use_dataset "$backend" "$dataset"
 
 cargo build --release --quiet --bin autoshop
 port=${BENCH_PORT:-18090}

@@ -15,18 +15,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 backend=${OUTBOX_BACKEND:-postgres}; dataset=${OUTBOX_DATASET:-main}
 rounds=${OUTBOX_ROUNDS:-6}; seconds=${OUTBOX_SECONDS:-8}; conns=${OUTBOX_CONNS:-32}
-meta=bench/data/$backend-$dataset.json
-[ -f "$meta" ] || { echo "outbox: $meta is missing: run bench/run.sh once (BENCH_DATASETS=$dataset BENCH_BACKENDS=$backend)" >&2; exit 1; }
-case $backend in
-  sqlite) url="sqlite://$(pwd)/bench/data/sqlite-$dataset.db" ;;
-  postgres) url="${BENCH_PG_URL:-postgres://postgres@127.0.0.1:5432}/autoshop_bench_$dataset" ;;
-  *) echo "outbox: unknown backend $backend" >&2; exit 1 ;;
-esac
-export BENCH_KEY BENCH_FIRST_SHOP BENCH_SHOPS BENCH_FIRST_DAY BENCH_DAYS BENCH_FIRST_CUSTOMER BENCH_LAST_CUSTOMER BENCH_CUSTOMERS
-BENCH_KEY=$(jq -r .api_key "$meta"); BENCH_FIRST_SHOP=$(jq -r .first_shop "$meta"); BENCH_SHOPS=$(jq -r .shop_count "$meta")
-BENCH_FIRST_DAY=$(date -u -d "$(jq -r .first_day "$meta")" +%s); BENCH_DAYS=$(jq -r .days "$meta")
-BENCH_FIRST_CUSTOMER=$(jq -r .first_customer "$meta"); BENCH_LAST_CUSTOMER=$(jq -r .last_customer "$meta")
-BENCH_CUSTOMERS=$(jq -r .customers "$meta")
+. bench/dataset.sh
+use_dataset "$backend" "$dataset"
 
 # Both builds, one after the other (OUTBOX_BUILD=0 uses the binaries of an earlier run).
 if [ "${OUTBOX_BUILD:-1}" != 0 ]; then
