@@ -1,5 +1,6 @@
 //! The writer's promises: concurrent writes all land, a failing write rolls back alone, an
-//! uncommitted transaction leaves nothing, a panic is an error and not a dead writer.
+//! uncommitted transaction leaves nothing, a panic is an error and not a dead writer; and the
+//! readers': statements read together see one snapshot.
 
 use std::sync::Arc;
 
@@ -222,5 +223,40 @@ async fn a_wal_grown_behind_a_long_read_is_cut_back() {
         chunk += 1;
     }
     assert!(wal_size() <= 64 * 1024 * 1024, "the WAL file stayed at {} bytes", wal_size());
+    let _ = std::fs::remove_file(path);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn statements_read_together_see_one_snapshot() {
+    use crate::db::Rows;
+    let (db, path) = temp_db().await;
+    let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writer = {
+        let (db, done) = (db.clone(), done.clone());
+        tokio::spawn(async move {
+            let mut i = 0;
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                db.execute(&insert(&format!("w{i}"))).await.unwrap();
+                i += 1;
+            }
+        })
+    };
+    let counted = || Rows::<(i64,)>::of(Query::new("SELECT COUNT(*) FROM t"));
+    // Milliseconds between the two counts, in which the writer commits again and again.
+    let slow = || {
+        Rows::<(i64,)>::of(Query::new(
+            "WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n WHERE x < 300000) SELECT COUNT(*) FROM n",
+        ))
+    };
+    let mut seen = Vec::new();
+    for _ in 0..8 {
+        let (before, _, after) = db.read_together((counted(), slow(), counted())).await.unwrap();
+        assert_eq!(before, after, "a write committed between two statements read together");
+        seen.push(before[0].0);
+    }
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    writer.await.unwrap();
+    seen.dedup();
+    assert!(seen.len() > 2, "the reads ran beside the writes: {seen:?}");
     let _ = std::fs::remove_file(path);
 }
