@@ -26,6 +26,7 @@ crate::backend_tests!(
     creates_reach_webhooks_made_on_another_replica,
     a_statement_sent_alone_writes_all_or_nothing,
     changes_sharing_a_statement_keep_their_own_outcome,
+    a_shared_statement_refuses_when_any_of_its_companies_has_webhooks,
     shared_statements_write_their_changes_in_lock_order,
     a_change_whose_request_is_gone_is_not_sent,
     racing_creates_of_several_shops_share_statements_in_shop_order,
@@ -531,6 +532,43 @@ async fn changes_sharing_a_statement_keep_their_own_outcome(backend: Backend) {
     let after = app.db.one_statement_changes().unwrap();
     assert_eq!((after.committed - before.committed, after.refused - before.refused), (16, 0));
     assert_eq!(written().await, expected(&[(1, never), (2, odd), (3, third)]), "the rejected changes wrote nothing, the others once");
+}
+
+/// A shared statement looks up the webhooks of all its changes' companies at once: 24 changes
+/// race, every other one of a company with an enabled webhook. Those must each refuse (their
+/// deliveries need a transaction), also when they shared a statement with changes of the
+/// company without webhooks, which commit once each.
+async fn a_shared_statement_refuses_when_any_of_its_companies_has_webhooks(backend: Backend) {
+    use autoshop::{events::store::{NewEvent, insert_queries}, webhooks::store::{HAS_WEBHOOKS, one_statement}};
+    let Some(app) = app_sending_changes_alone(backend).await else { return };
+    let (hooked, hooked_key) = app.new_company("Hooked").await;
+    let r = app.post(&hooked_key, "/api/v1/webhooks", json!({"url": "https://hooks.example.com/a", "events": ["*"]})).await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    let company_of = |i: usize| if i % 2 == 1 { hooked } else { app.company_id };
+    let event = |company: i64, data: String| insert_queries(company, vec![NewEvent { kind: "shop.updated", shop_id: None, data }], 10, 1).remove(0);
+    let outcomes = futures_util::future::join_all((0..24).map(|i| {
+        let (db, company) = (app.db.clone(), company_of(i));
+        let change = one_statement(Some(event(company, format!("\"lead {i}\""))), Some(event(company, format!("\"event {i}\""))), None, company);
+        async move { db.begin().await.unwrap().commit_alone(change).await }
+    }))
+    .await;
+    for (i, outcome) in outcomes.into_iter().enumerate() {
+        let expected = if company_of(i) == hooked { Err(HAS_WEBHOOKS.to_owned()) } else { Ok(()) };
+        assert_eq!(outcome.unwrap(), expected, "change {i}");
+    }
+    let q = autoshop::db::Query::new("SELECT company_id, data FROM events WHERE type = 'shop.updated' AND company_id IN ($1, $2) ORDER BY data")
+        .bind(app.company_id)
+        .bind(hooked);
+    let written = app.db.fetch_all::<(i64, String)>(&q).await.unwrap();
+    let expected: Vec<(i64, String)> = {
+        let mut rows: Vec<_> = (0..24)
+            .filter(|i| company_of(*i) != hooked)
+            .flat_map(|i| [(app.company_id, format!("\"event {i}\"")), (app.company_id, format!("\"lead {i}\""))])
+            .collect();
+        rows.sort_by(|a, b| a.1.cmp(&b.1));
+        rows
+    };
+    assert_eq!(written, expected, "the hooked company's changes wrote nothing, the others once each");
 }
 
 /// Two statements that write rows of the same shops (their counter rows) must lock them in one
