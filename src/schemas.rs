@@ -6,9 +6,18 @@ use utoipa::openapi::{
     schema::{AnyOfBuilder, KnownFormat, Object, ObjectBuilder, Schema, SchemaFormat, SchemaType, Type},
 };
 
-/// Text that is not blank once trimmed: a character that is neither white space (as the
-/// server trims it, U+0085 included) nor NUL, anywhere in text without NUL.
-pub const NOT_BLANK: &str = r"^[^\u0000]*[^\s\u0085\u0000][^\u0000]*$";
+/// White space as the server trims it (Rust's `char::is_whitespace`, Unicode's `White_Space`),
+/// spelled out for use inside a character class. Patterns never say `\s`: ECMA-262 counts U+FEFF
+/// and not U+0085, Python counts U+001C-U+001F, so each tool would read another rule.
+macro_rules! white_space {
+    () => {
+        r"\u0009-\u000d\u0020\u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
+    };
+}
+
+/// Text that is not blank once trimmed: a character that is neither white space nor NUL,
+/// anywhere in text without NUL.
+pub const NOT_BLANK: &str = concat!(r"^[^\u0000]*[^", white_space!(), r"\u0000][^\u0000]*$");
 
 /// Any text without NUL characters (no database stores them).
 pub const NO_NUL: &str = r"^[^\u0000]*$";
@@ -18,10 +27,15 @@ pub const NO_NUL: &str = r"^[^\u0000]*$";
 /// empty entries allowed, at least one entry; `*` stands alone.
 pub const ETAG_LIST: &str = r#"^([ ,]*\*[ ,]*|( *,)* *(W/)?"[ !#-+\--~]*" *(, *((W/)?"[ !#-+\--~]*" *)?)*)$"#;
 
-/// What `validate::email` accepts (one `@`, something before it, a dotted domain after it that
-/// neither starts nor ends with a dot, no spaces), or the empty string. No NUL anywhere
-/// (decisions: text never holds NUL characters).
-pub const EMAIL_OR_EMPTY: &str = r"^([^@\s\u0000]+@[^@\s.\u0000][^@\s\u0000]*\.[^@\s\u0000]*[^@\s.\u0000])?$";
+/// What `validate::email` accepts once the server has trimmed the text (one `@`, something before
+/// it, a dotted domain after it that neither starts nor ends with a dot, no white space), or text
+/// that trims to nothing. No NUL anywhere (decisions: text never holds NUL characters).
+pub const EMAIL_OR_EMPTY: &str = concat!(
+    r"^[", white_space!(), r"]*",
+    r"([^@", white_space!(), r"\u0000]+@[^@.", white_space!(), r"\u0000][^@", white_space!(), r"\u0000]*",
+    r"\.[^@", white_space!(), r"\u0000]*[^@.", white_space!(), r"\u0000])?",
+    r"[", white_space!(), r"]*$"
+);
 
 fn email_builder() -> ObjectBuilder {
     ObjectBuilder::new().schema_type(SchemaType::from_iter([Type::String, Type::Null])).pattern(Some(EMAIL_OR_EMPTY))
@@ -122,14 +136,57 @@ mod tests {
         DOC["components"]["schemas"][schema]["properties"][property]["pattern"].as_str().unwrap().to_owned()
     }
 
-    /// The pattern in the Rust regex dialect (`\uXXXX` is ECMA-262's and Python's spelling).
+    /// (`\uXXXX` escapes read the same in Rust's regex, ECMA-262 and Python.)
     fn compile(pattern: &str) -> regex::Regex {
-        regex::Regex::new(&pattern.replace(r"\u0000", r"\x00").replace(r"\u0085", r"\x{85}")).unwrap()
+        regex::Regex::new(pattern).unwrap()
     }
 
     fn drawn_from(pattern: &str) -> impl Strategy<Value = String> {
-        let dialect = pattern.replace(r"\u0000", r"\x00").replace(r"\u0085", r"\x{85}");
-        proptest::string::string_regex(dialect.trim_start_matches('^').trim_end_matches('$')).unwrap()
+        proptest::string::string_regex(pattern.trim_start_matches('^').trim_end_matches('$')).unwrap()
+    }
+
+    /// Every pattern the document publishes, with where it is.
+    fn published_patterns() -> Vec<(String, String)> {
+        fn walk(at: &str, value: &serde_json::Value, out: &mut Vec<(String, String)>) {
+            match value {
+                serde_json::Value::Object(map) => {
+                    for (k, v) in map {
+                        match (k.as_str(), v) {
+                            ("pattern", serde_json::Value::String(p)) => out.push((at.to_owned(), p.clone())),
+                            _ => walk(&format!("{at}/{k}"), v, out),
+                        }
+                    }
+                }
+                serde_json::Value::Array(items) => items.iter().enumerate().for_each(|(i, v)| walk(&format!("{at}/{i}"), v, out)),
+                _ => {}
+            }
+        }
+        let mut out = Vec::new();
+        walk("", &serde_json::to_value(crate::app::openapi_document()).unwrap(), &mut out);
+        out
+    }
+
+    /// Clients, fuzzers and validators read the patterns in ECMA-262's or Python's dialect, where
+    /// the shorthand classes mean other sets than in Rust (`\s` and U+0085 or U+FEFF, `\d` and
+    /// non-ASCII digits, `\w`, `\b`). A published pattern spells its sets out.
+    #[test]
+    fn published_patterns_read_the_same_in_every_dialect() {
+        let patterns = published_patterns();
+        assert!(patterns.len() > 20, "{patterns:?}");
+        for (at, pattern) in patterns {
+            for shorthand in [r"\s", r"\S", r"\d", r"\D", r"\w", r"\W", r"\b", r"\B", r"\p", r"\P"] {
+                assert!(!pattern.replace(r"\\", "").contains(shorthand), "{at}: {pattern} uses {shorthand}");
+            }
+            compile(&pattern);
+        }
+    }
+
+    #[test]
+    fn white_space_is_what_the_server_trims() {
+        let class = regex::Regex::new(concat!("^[", white_space!(), "]$")).unwrap();
+        for c in (0..=0x10ffff).filter_map(char::from_u32) {
+            assert_eq!(class.is_match(c.encode_utf8(&mut [0; 4])), c.is_whitespace(), "U+{:04X}", c as u32);
+        }
     }
 
     #[test]
@@ -204,9 +261,12 @@ mod tests {
         }
 
         #[test]
-        fn emails_agree(raw in "[a@. \t\u{85}\u{3000}x.-]{0,12}") {
-            let re = compile(&pattern("AppointmentInput", "email"));
-            prop_assert_eq!(re.is_match(&raw), raw.is_empty() || crate::validate::is_email(&raw), "{:?}", raw);
+        fn emails_agree(raw in "[a@. \t\u{85}\u{3000}\u{feff}\u{1c}x.-]{0,12}") {
+            // As the body reader hands it over: trimmed.
+            let trimmed = raw.trim();
+            let server = trimmed.is_empty() || crate::validate::is_email(trimmed);
+            prop_assert_eq!(compile(&pattern("AppointmentInput", "email")).is_match(&raw), server, "{:?}", raw);
+            prop_assert_eq!(compile(&pattern("ShopInput", "email")).is_match(&raw), server, "{:?}", raw);
         }
 
         #[test]
@@ -219,7 +279,7 @@ mod tests {
         }
 
         #[test]
-        fn not_blank_agrees_with_trimming(raw in "[a \t\u{85}\u{a0}\u{3000}\u{feff}\u{0}]{0,6}") {
+        fn not_blank_agrees_with_trimming(raw in "[a \t\u{85}\u{a0}\u{3000}\u{feff}\u{1c}\u{0}]{0,6}") {
             let re = compile(&pattern("BayInput", "title"));
             prop_assert_eq!(re.is_match(&raw), !raw.trim().is_empty() && !raw.contains('\0'), "{:?}", raw);
         }
