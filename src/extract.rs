@@ -226,17 +226,29 @@ impl QueryParams {
         }
     }
 
-    /// An integer parameter (absent: `None`).
+    /// An integer parameter (absent: `None`), read by [`parse_integer`].
     pub fn i64(&self, name: &str) -> Result<Option<i64>, ApiError> {
         match self.get(name) {
             None => Ok(None),
-            Some(v) => v
-                .trim()
-                .parse()
+            Some(v) => parse_integer(v)
                 .map(Some)
-                .map_err(|_| ApiError::invalid(name, format!("The {name} parameter must be an integer."))),
+                .ok_or_else(|| ApiError::invalid(name, format!("The {name} parameter must be an integer."))),
         }
     }
+}
+
+/// An integer as a query parameter writes it: decimal digits, optionally signed, around them
+/// white space. A fraction of zeros (`2.0`) is allowed too: JSON Schema reads `2.0` as the
+/// integer 2, a body takes it ([`JsonBody`]), and a client that copies a number from a body into
+/// a query prints it so.
+pub fn parse_integer(raw: &str) -> Option<i64> {
+    let raw = raw.trim();
+    let whole = match raw.split_once('.') {
+        Some((whole, zeros)) if !zeros.is_empty() && zeros.bytes().all(|b| b == b'0') => whole,
+        Some(_) => return None,
+        None => raw,
+    };
+    whole.parse().ok()
 }
 
 pub fn parse_bool(value: &str) -> Option<bool> {
@@ -300,6 +312,29 @@ mod tests {
         assert_eq!(nuls(serde_json::json!({"a": "ok", "b": [1, {"c": "x\u{0}"}], "d\u{0}": 1})), vec!["b.1.c", "d\u{0}"]);
         assert!(nuls(serde_json::json!({"a": "ok"})).is_empty());
         assert!(QueryParams::from_request_query("filter%5Bx%5D=a%00").is_err());
+    }
+
+    #[test]
+    fn integer_parameters_take_a_fraction_of_zeros() {
+        for (raw, parsed) in [
+            ("2", Some(2)),
+            (" -7 ", Some(-7)),
+            ("+3", Some(3)),
+            ("2.0", Some(2)),
+            ("2.000", Some(2)),
+            ("-0.0", Some(0)),
+            ("9223372036854775807", Some(i64::MAX)),
+            ("2.5", None),
+            ("2.", None),
+            (".0", None),
+            ("2.0.0", None),
+            ("2e0", None),
+            ("0x10", None),
+            ("9223372036854775808", None),
+            ("", None),
+        ] {
+            assert_eq!(parse_integer(raw), parsed, "{raw:?}");
+        }
     }
 
     #[test]

@@ -39,8 +39,8 @@ impl ListQuery {
         let mut errors = crate::error::FieldErrors::default();
         let page = match params.get("page") {
             None => 1,
-            Some(raw) => match raw.trim().parse::<i64>() {
-                Ok(p) if p >= 1 => p,
+            Some(raw) => match crate::extract::parse_integer(raw) {
+                Some(p) if p >= 1 => p,
                 _ => {
                     errors.add("page", "The page parameter must be an integer of at least 1.");
                     1
@@ -49,8 +49,8 @@ impl ListQuery {
         };
         let per_page = match params.get("pageSize") {
             None => DEFAULT_PAGE_SIZE,
-            Some(raw) => match raw.trim().parse::<i64>() {
-                Ok(n) if (1..=MAX_PAGE_SIZE).contains(&n) => n,
+            Some(raw) => match crate::extract::parse_integer(raw) {
+                Some(n) if (1..=MAX_PAGE_SIZE).contains(&n) => n,
                 _ => {
                     errors.add("pageSize", format!("The pageSize parameter must be an integer from 1 to {MAX_PAGE_SIZE}."));
                     DEFAULT_PAGE_SIZE

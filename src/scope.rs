@@ -28,9 +28,8 @@ pub async fn shop_filter_and_row(
         };
         return Ok((all, None));
     };
-    let id: i64 = raw
-        .parse()
-        .map_err(|_| ApiError::invalid("filter[shop_id]", "The filter[shop_id] parameter must be an integer."))?;
+    let id = crate::extract::parse_integer(raw)
+        .ok_or_else(|| ApiError::invalid("filter[shop_id]", "The filter[shop_id] parameter must be an integer."))?;
     let shop = visible_shop(db, caller, id).await?;
     Ok((ShopFilter::Only(vec![id]), Some(shop)))
 }

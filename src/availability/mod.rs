@@ -110,9 +110,9 @@ async fn availability(State(state): State<AppState>, caller: Caller, params: Que
             None
         }
     };
-    let step = match params.get("step").map(|s| s.trim().parse::<i64>()) {
+    let step = match params.get("step").map(crate::extract::parse_integer) {
         None => 30,
-        Some(Ok(s)) if (5..=240).contains(&s) => s,
+        Some(Some(s)) if (5..=240).contains(&s) => s,
         Some(_) => {
             errors.add("step", "The step parameter must be an integer from 5 to 240 (minutes).");
             30

@@ -22,7 +22,7 @@ use crate::{
     conditional::One,
     db::{DbError, now_micros},
     error::{ApiError, FieldErrors, Problem},
-    extract::{JsonBody, Replace, path_id},
+    extract::{JsonBody, Replace, parse_integer, path_id},
     listing::{ListQuery, ListSpec, Page, RequestUrl},
     respond::unique_as_invalid,
     scope,
@@ -121,14 +121,14 @@ async fn import_customers(
 
 async fn import_options(state: &AppState, caller: &Caller, url: &RequestUrl) -> Result<import::ImportOptions, ApiError> {
     let mut errors = FieldErrors::default();
-    let shop_id = match url.params.get("shop_id").map(str::trim) {
+    let shop_id = match url.params.get("shop_id") {
         None => None,
-        Some(raw) => match raw.parse::<i64>() {
-            Ok(id) => {
+        Some(raw) => match parse_integer(raw) {
+            Some(id) => {
                 scope::body_shop(&state.db, caller, Some(id), &mut errors).await?;
                 Some(id)
             }
-            Err(_) => {
+            None => {
                 errors.add("shop_id", "The shop_id parameter must be an integer.");
                 None
             }
@@ -152,7 +152,7 @@ fn parse_filter(url: &RequestUrl, list: &ListQuery) -> Result<CustomerFilter, Ap
     let given = |name: &str| list.filter(name).map(str::trim).filter(|v| !v.is_empty());
     let id = match url.params.get("customer_id").map(str::trim).filter(|v| !v.is_empty()) {
         None => None,
-        Some(raw) => raw.parse::<i64>().map(Some).unwrap_or_else(|_| {
+        Some(raw) => parse_integer(raw).or_else(|| {
             errors.add("customer_id", "The customer_id parameter must be an integer.");
             None
         }),

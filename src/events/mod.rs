@@ -207,8 +207,8 @@ impl FeedRequest {
         };
         let limit = match params.get("limit") {
             None => DEFAULT_LIMIT,
-            Some(raw) => match raw.trim().parse::<i64>() {
-                Ok(n) if (1..=MAX_LIMIT).contains(&n) => n,
+            Some(raw) => match crate::extract::parse_integer(raw) {
+                Some(n) if (1..=MAX_LIMIT).contains(&n) => n,
                 _ => {
                     errors.add("limit", format!("The limit parameter must be an integer from 1 to {MAX_LIMIT}."));
                     DEFAULT_LIMIT

@@ -102,7 +102,7 @@ fn parse_filter(list: &ListQuery) -> Result<ReceivableFilter, ApiError> {
     }
     filter.reference = given("reference").map(str::to_owned);
     if let Some(raw) = given("repair_order_id") {
-        filter.repair_order_id = raw.parse().ok();
+        filter.repair_order_id = crate::extract::parse_integer(raw);
         if filter.repair_order_id.is_none() {
             errors.add("filter[repair_order_id]", "The filter[repair_order_id] parameter must be an integer.");
         }

@@ -36,10 +36,8 @@ async fn list_sources(State(state): State<AppState>, caller: Caller, url: Reques
     let Some(raw_shop) = list.filter("shop_id").filter(|s| !s.trim().is_empty()) else {
         return Err(ApiError::invalid("filter[shop_id]", "The filter[shop_id] parameter is required."));
     };
-    let shop_id: i64 = raw_shop
-        .trim()
-        .parse()
-        .map_err(|_| ApiError::invalid("filter[shop_id]", "The filter[shop_id] parameter must be an integer."))?;
+    let shop_id = crate::extract::parse_integer(raw_shop)
+        .ok_or_else(|| ApiError::invalid("filter[shop_id]", "The filter[shop_id] parameter must be an integer."))?;
     scope::visible_shop(&state.db, &caller, shop_id).await?;
     let active = match list.filter("active") {
         None => true,

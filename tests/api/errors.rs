@@ -70,6 +70,11 @@ async fn request_bodies_are_checked_in_order(backend: Backend) {
     let r = app.post(key, "/api/v1/bays", json!({"shop_id": shop as f64, "title": "Whole", "order": 2.0})).await;
     assert_eq!((r.ok()["shop_id"].as_i64(), r.body["order"].as_i64()), (Some(shop), Some(2)));
     app.post(key, "/api/v1/bays", json!({"shop_id": shop, "title": "Half", "order": 2.5})).await.invalid("order");
+    // So does a query parameter (a client copying `shop_id` from a body prints `2.0`).
+    let r = app.get(key, &format!("/api/v1/bays?filter%5Bshop_id%5D={shop}.0&page=1.00&pageSize=5.0")).await;
+    assert_eq!((r.ok()["meta"]["total"].as_i64(), r.body["meta"]["per_page"].as_i64()), (Some(1), Some(5)), "{:?}", r.body);
+    app.get(key, &format!("/api/v1/bays?filter%5Bshop_id%5D={shop}.5")).await.invalid("filter[shop_id]");
+    app.get(key, "/api/v1/customers?customer_id=1.0&pageSize=2.5").await.invalid("pageSize");
     app.get(key, "/api/v1/customers?filter%5Blast_name%5D=a%00").await.invalid("filter[last_name]");
     // A charset parameter and unknown fields are fine.
     let r = send(format!("{{\"shop_id\": {shop}, \"title\": \"T\", \"colour\": \"red\"}}").into_bytes(), Some("application/json; charset=utf-8"))
