@@ -57,20 +57,31 @@ impl Reader {
         }
     }
 
-    pub fn text(&mut self, field: &str, v: Option<Value>) -> In<String> {
+    /// A string of at most `max` characters, returned trimmed. The length is the sent text's,
+    /// white space included, as the document's `maxLength` counts it.
+    pub fn text(&mut self, field: &str, v: Option<Value>, max: usize) -> In<String> {
+        self.check_length(field, &v, max);
         self.read(field, v, "a string", |v| match v {
             Value::String(s) => Some(s.trim().to_owned()),
             _ => None,
         })
     }
 
-    /// A string that may also be sent as a number (`extension`); returned as a string.
-    pub fn text_or_number(&mut self, field: &str, v: Option<Value>) -> In<String> {
+    /// A string that may also be sent as a number (`extension`); returned as a string. A string
+    /// is at most `max` characters, counted like [`Reader::text`].
+    pub fn text_or_number(&mut self, field: &str, v: Option<Value>, max: usize) -> In<String> {
+        self.check_length(field, &v, max);
         self.read(field, v, "a string or a number", |v| match v {
             Value::String(s) => Some(s.trim().to_owned()),
             Value::Number(n) => Some(n.to_string()),
             _ => None,
         })
+    }
+
+    fn check_length(&mut self, field: &str, v: &Option<Value>, max: usize) {
+        if let Some(Value::String(s)) = v {
+            crate::validate::max_len(&mut self.errors, field, s, max);
+        }
     }
 
     pub fn bool(&mut self, field: &str, v: Option<Value>) -> In<bool> {
@@ -223,10 +234,16 @@ mod tests {
     #[test]
     fn reader_tells_absent_from_null_and_reports_types() {
         let mut r = Reader::default();
-        assert_eq!(r.text("a", None), In::Absent);
-        assert_eq!(r.text("a", Some(Value::Null)), In::Null);
-        assert_eq!(r.text("a", Some(Value::from(" x "))), In::Set("x".into()));
-        assert_eq!(r.text_or_number("ext", Some(Value::from(12))), In::Set("12".into()));
+        assert_eq!(r.text("a", None, 3), In::Absent);
+        assert_eq!(r.text("a", Some(Value::Null), 3), In::Null);
+        assert_eq!(r.text("a", Some(Value::from(" x ")), 3), In::Set("x".into()));
+        assert_eq!(r.text_or_number("ext", Some(Value::from(12)), 3), In::Set("12".into()));
+        assert!(!r.errors.has("a") && !r.errors.has("ext"));
+        // The length is the sent text's: white space the server trims counts too.
+        assert_eq!(r.text("b", Some(Value::from(" xyz")), 3), In::Set("xyz".into()));
+        assert!(r.errors.has("b"));
+        assert_eq!(r.text_or_number("ext2", Some(Value::from(12345)), 3), In::Set("12345".into()));
+        assert!(!r.errors.has("ext2"), "a number has no length in the document");
         assert_eq!(r.bool("b", Some(Value::from("yes"))), In::Absent);
         assert!(r.errors.has("b") && !r.errors.has("a"));
     }

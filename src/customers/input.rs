@@ -24,6 +24,11 @@ enum Rule {
     Optional,
 }
 
+/// The most characters a text field takes (as sent, before trimming).
+fn max_chars(field: &str) -> usize {
+    if field == "comments" { MAX_COMMENTS } else { MAX_TEXT }
+}
+
 fn text(r: &mut Reader, field: &str, value: In<String>, current: Option<&str>, rule: Rule) -> String {
     let value = match rule {
         Rule::Required => r.not_blank(field, value),
@@ -39,8 +44,6 @@ fn text(r: &mut Reader, field: &str, value: In<String>, current: Option<&str>, r
             String::new()
         }
     };
-    let max = if field == "comments" { MAX_COMMENTS } else { MAX_TEXT };
-    validate::max_len(&mut r.errors, field, &out, max);
     out
 }
 
@@ -70,8 +73,8 @@ fn phones(r: &mut Reader, input: &mut CustomerInput, current: Option<&CustomerFi
     let mut out: [String; 4] = Default::default();
     for (i, (key, old_name)) in PHONE_KEYS.into_iter().zip(["home_phone", "work_phone", "cell_phone", "fax"]).enumerate() {
         let from_object = object.as_mut().and_then(|m| m.remove(key));
-        let value = match r.text(&format!("phone.{key}"), from_object) {
-            In::Absent => r.text(old_name, deprecated[i].clone()),
+        let value = match r.text(&format!("phone.{key}"), from_object, MAX_TEXT) {
+            In::Absent => r.text(old_name, deprecated[i].clone(), MAX_TEXT),
             given => given,
         };
         out[i] = text(r, old_name, value, current.map(|c| c[i]), Rule::Optional);
@@ -94,7 +97,7 @@ pub fn read(mut input: CustomerInput, current: Option<CustomerFields>) -> (Custo
     };
     let [home_phone, work_phone, cell_phone, fax] = phones(&mut r, &mut input, cur);
     let t = |r: &mut Reader, field: &str, v: Option<Value>, current: Option<&String>, rule| {
-        let value = r.text(field, v);
+        let value = r.text(field, v, max_chars(field));
         text(r, field, value, current.map(String::as_str), rule)
     };
     let business_name = t(&mut r, "business_name", input.business_name, cur.map(|c| &c.business_name), Rule::Present);
@@ -109,18 +112,16 @@ pub fn read(mut input: CustomerInput, current: Option<CustomerFields>) -> (Custo
     let customer_type = t(&mut r, "customer_type", input.customer_type, cur.map(|c| &c.customer_type), Rule::Optional);
     let customer_number =
         t(&mut r, "customer_number", input.customer_number, cur.map(|c| &c.customer_number), Rule::Optional);
-    let extension = match r.text_or_number("extension", input.extension) {
+    let extension = match r.text_or_number("extension", input.extension, MAX_TEXT) {
         In::Set(v) => v,
         In::Null => String::new(),
         In::Absent => cur.map(|c| c.extension.clone()).unwrap_or_default(),
     };
-    validate::max_len(&mut r.errors, "extension", &extension, MAX_TEXT);
 
-    let email = match r.text("email", input.email) {
+    let email = match r.text("email", input.email, MAX_TEXT) {
         In::Set(v) if v.is_empty() => None,
         In::Set(v) => {
             validate::email(&mut r.errors, "email", &v);
-            validate::max_len(&mut r.errors, "email", &v, MAX_TEXT);
             Some(v)
         }
         In::Null => None,
@@ -128,8 +129,8 @@ pub fn read(mut input: CustomerInput, current: Option<CustomerFields>) -> (Custo
     };
 
     // `terms` and `customer_pay_type` are one value under two names.
-    let pay_type = r.text("customer_pay_type", input.customer_pay_type);
-    let terms_in = r.text("terms", input.terms);
+    let pay_type = r.text("customer_pay_type", input.customer_pay_type, MAX_TEXT);
+    let terms_in = r.text("terms", input.terms, MAX_TEXT);
     // Given under both names, the values must agree (null and a value disagree).
     let differ = match (&pay_type, &terms_in) {
         (In::Absent, _) | (_, In::Absent) | (In::Null, In::Null) => false,

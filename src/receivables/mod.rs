@@ -21,7 +21,7 @@ use crate::{
     error::{ApiError, FieldErrors, Problem},
     extract::{JsonBody, parse_bool, path_id},
     listing::{ListQuery, ListSpec, Page, RequestUrl},
-    scope, validate,
+    scope,
 };
 use model::{PaymentInput, Receivable, ReceivableInput, ReceivableListParams};
 use store::{Payment, ReceivableFields, ReceivableFilter};
@@ -137,10 +137,9 @@ async fn create_receivable(
     let mut r = Reader::default();
     let shop_id = r.int("shop_id", input.shop_id);
     let shop_id = r.required("shop_id", shop_id);
-    let reference = r.text("reference", input.reference);
+    let reference = r.text("reference", input.reference, 255);
     let reference = r.not_blank("reference", reference);
     let reference = r.required("reference", reference).unwrap_or_default();
-    validate::max_len(&mut r.errors, "reference", &reference, 255);
     let repair_order_id = r.int("repair_order_id", input.repair_order_id).set();
     let date = r.date("date", input.date);
     let date = r.required("date", date).unwrap_or_default();

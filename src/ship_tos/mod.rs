@@ -117,11 +117,9 @@ async fn update_ship_to(State(state): State<AppState>, Writer(caller): Writer, p
 fn read(input: ShipToInput) -> Result<ShipToFields, ApiError> {
     let mut r = Reader::default();
     let field = |r: &mut Reader, name: &str, v, blank_ok: bool| {
-        let value = r.text(name, v);
+        let value = r.text(name, v, 255);
         let value = if blank_ok { value } else { r.not_blank(name, value) };
-        let out = r.required(name, value).unwrap_or_default();
-        validate::max_len(&mut r.errors, name, &out, 255);
-        out
+        r.required(name, value).unwrap_or_default()
     };
     let number = field(&mut r, "number", input.number, false);
     let name = field(&mut r, "name", input.name, false);
@@ -133,11 +131,10 @@ fn read(input: ShipToInput) -> Result<ShipToFields, ApiError> {
     let fax = field(&mut r, "fax", input.fax, true);
     let home_phone = field(&mut r, "home_phone", input.home_phone, true);
     let cell_phone = field(&mut r, "cell_phone", input.cell_phone, true);
-    let email = match r.text("email", input.email) {
+    let email = match r.text("email", input.email, 255) {
         In::Set(v) if v.is_empty() => None,
         In::Set(v) => {
             validate::email(&mut r.errors, "email", &v);
-            validate::max_len(&mut r.errors, "email", &v, 255);
             Some(v)
         }
         In::Null => None,

@@ -67,6 +67,8 @@ impl ShopInput {
         let base = base.unwrap_or_else(|| ShopFields { timezone: "UTC".into(), ..ShopFields::default() });
         // PUT validates like create: `name` is required on both.
         let name = validate::required_text(&mut errors, "name", self.name).unwrap_or_default();
+        // Counted as sent, as the document's `maxLength` counts it; stored trimmed.
+        validate::max_len(&mut errors, "name", &name, 255);
         let fields = ShopFields {
             name: name.trim().to_owned(),
             address: self.address.unwrap_or(base.address),
@@ -78,7 +80,6 @@ impl ShopInput {
             website: self.website.unwrap_or(base.website),
             timezone: self.timezone.unwrap_or(base.timezone),
         };
-        validate::max_len(&mut errors, "name", &fields.name, 255);
         validate::email(&mut errors, "email", &fields.email);
         if crate::time::parse_timezone(&fields.timezone).is_none() {
             errors.add("timezone", "The timezone field must be a valid IANA time zone name.");

@@ -253,10 +253,12 @@ pub fn read(
             errors.add(format!("events.{i}"), format!("`{p}` is listed more than once."));
         }
     }
-    let description = input.description.unwrap_or_default().trim().to_owned();
+    // Counted as sent, as the document's `maxLength` counts it; stored trimmed.
+    let description = input.description.unwrap_or_default();
     if description.chars().count() > 255 {
         errors.add("description", "The description may not be longer than 255 characters.");
     }
+    let description = description.trim().to_owned();
     let shop_ids = match input.shop_ids {
         None if caller.shops.is_some() => {
             errors.add("shop_ids", "A key limited to shops must list the webhook's shops (a subset of its own).");

@@ -76,6 +76,20 @@ async fn request_bodies_are_checked_in_order(backend: Backend) {
     app.get(key, &format!("/api/v1/bays?filter%5Bshop_id%5D={shop}.5")).await.invalid("filter[shop_id]");
     app.get(key, "/api/v1/customers?customer_id=1.0&pageSize=2.5").await.invalid("pageSize");
     app.get(key, "/api/v1/customers?filter%5Blast_name%5D=a%00").await.invalid("filter[last_name]");
+    // `maxLength` counts the text as sent, white space the server trims included, as the
+    // document says it; the stored value is trimmed.
+    let (full, padded) = ("n".repeat(255), format!(" {} ", "n".repeat(254)));
+    let person = |last: &str| {
+        json!({"shop_id": shop, "first_name": "Len", "last_name": last, "address": "1 Main", "city": "X", "state": "CA",
+            "zip": "1", "business_name": "", "terms": format!(" {}", "t".repeat(255))})
+    };
+    let r = app.post(key, "/api/v1/customers", person(&padded)).await;
+    r.invalid("last_name");
+    assert!(r.body["errors"]["terms"].is_array(), "{:?}", r.body);
+    let mut fits = person(&full);
+    fits["terms"] = json!(format!(" {} ", "t".repeat(253)));
+    assert_eq!(app.post(key, "/api/v1/customers", fits).await.ok()["last_name"], full.as_str());
+    app.post(key, "/api/v1/shops", json!({"name": format!("{full} ")})).await.invalid("name");
     // A charset parameter and unknown fields are fine.
     let r = send(format!("{{\"shop_id\": {shop}, \"title\": \"T\", \"colour\": \"red\"}}").into_bytes(), Some("application/json; charset=utf-8"))
         .await
