@@ -34,7 +34,7 @@ fn text(r: &mut Reader, field: &str, value: In<String>, current: Option<&str>, r
         Rule::Required => r.not_blank(field, value),
         _ => value,
     };
-    let out = match (rule, value, current) {
+    match (rule, value, current) {
         (_, In::Set(v), _) => v,
         (Rule::Optional, In::Null, _) => String::new(),
         (Rule::Optional, In::Absent, current) => current.unwrap_or_default().to_owned(),
@@ -43,8 +43,7 @@ fn text(r: &mut Reader, field: &str, value: In<String>, current: Option<&str>, r
             r.required(field, value);
             String::new()
         }
-    };
-    out
+    }
 }
 
 fn flag(r: &mut Reader, field: &str, value: Option<Value>, current: Option<bool>, default: bool) -> bool {
