@@ -12,6 +12,7 @@ use crate::{
     error::{ApiError, FieldErrors},
     events::TYPES,
     time::format_micros,
+    validate,
 };
 
 pub const MAX_EVENT_PATTERNS: usize = 50;
@@ -255,9 +256,7 @@ pub fn read(
     }
     // Counted as sent, as the document's `maxLength` counts it; stored trimmed.
     let description = input.description.unwrap_or_default();
-    if description.chars().count() > 255 {
-        errors.add("description", "The description may not be longer than 255 characters.");
-    }
+    validate::max_len(&mut errors, "description", &description, 255);
     let description = description.trim().to_owned();
     let shop_ids = match input.shop_ids {
         None if caller.shops.is_some() => {

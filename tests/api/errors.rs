@@ -90,6 +90,9 @@ async fn request_bodies_are_checked_in_order(backend: Backend) {
     fits["terms"] = json!(format!(" {} ", "t".repeat(253)));
     assert_eq!(app.post(key, "/api/v1/customers", fits).await.ok()["last_name"], full.as_str());
     app.post(key, "/api/v1/shops", json!({"name": format!("{full} ")})).await.invalid("name");
+    // An e-mail with white space around it (which the document's pattern allows) is stored trimmed.
+    let r = app.post(key, "/api/v1/shops", json!({"name": "Padded", "email": "\u{3000} desk@shop.example \t"})).await;
+    assert_eq!(r.ok()["email"], "desk@shop.example");
     // A charset parameter and unknown fields are fine.
     let r = send(format!("{{\"shop_id\": {shop}, \"title\": \"T\", \"colour\": \"red\"}}").into_bytes(), Some("application/json; charset=utf-8"))
         .await

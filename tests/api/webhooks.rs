@@ -74,6 +74,9 @@ async fn settings_roles_scope_and_validation(backend: Backend) {
     r.invalid("url");
     r.invalid("events");
     app.post(key, "/api/v1/webhooks", json!({"url": "https://x.example.com", "events": ["nope.*"]})).await.invalid("events.0");
+    // The description's 255 characters count as sent (the stored value is trimmed).
+    let padded = format!("{} ", "d".repeat(255));
+    app.post(key, "/api/v1/webhooks", json!({"url": "https://x.example.com", "events": ["*"], "description": padded})).await.invalid("description");
     app.post(key, "/api/v1/webhooks", json!({"url": "https://x.example.com", "events": ["bay.*", "bay.*"]})).await.invalid("events.1");
     app.post(key, "/api/v1/webhooks", json!({"url": "https://x.example.com", "events": ["*"], "shop_ids": [999999]})).await.invalid("shop_ids.0");
 
