@@ -118,17 +118,17 @@ impl Query {
 
     /// The text with SQLite's numbered placeholders (`?N`) instead of `$N`. Our statements hold
     /// no `$` in literals or identifiers, so every `$` followed by a digit is a placeholder.
+    /// Rewritten byte by byte (an ASCII byte for an ASCII byte keeps the text UTF-8): every
+    /// SQLite statement of every request passes here, and the former copy char by char was 1%
+    /// of the default page's CPU.
     pub(super) fn sqlite_sql(&self) -> String {
-        let bytes = self.sql.as_bytes();
-        let mut out = String::with_capacity(self.sql.len());
-        for (i, c) in self.sql.char_indices() {
-            if c == '$' && bytes.get(i + 1).is_some_and(u8::is_ascii_digit) {
-                out.push('?');
-            } else {
-                out.push(c);
+        let mut out = self.sql.clone().into_bytes();
+        for i in 1..out.len() {
+            if out[i - 1] == b'$' && out[i].is_ascii_digit() {
+                out[i - 1] = b'?';
             }
         }
-        out
+        String::from_utf8(out).expect("ASCII replaced by ASCII")
     }
 
     /// The bound values, in placeholder order (the benchmark renders statements for pgbench).
@@ -180,6 +180,8 @@ mod tests {
         assert_eq!(q.sql(), "SELECT 1 FROM t WHERE a = $1 AND b IN ($2, $3) AND c = $4");
         assert_eq!(q.args.len(), 4);
         assert_eq!(q.sqlite_sql(), "SELECT 1 FROM t WHERE a = ?1 AND b IN (?2, ?3) AND c = ?4");
+        // Only a `$` before a digit is a placeholder; text around it is kept, multi-byte or not.
+        assert_eq!(Query::new("SELECT 'é$' || $12, '$x', $").sqlite_sql(), "SELECT 'é$' || ?12, '$x', $");
     }
 
     #[test]
