@@ -26,6 +26,8 @@ if [ "${OUTBOX_BUILD:-1}" != 0 ]; then
 fi
 
 # Both servers run side by side on the same database; only the one under load does any work.
+# Two servers of one build can differ by several percent by their place alone (port, start
+# order: measured in bench/RESULTS.md, tenth session), so halfway through the builds trade places.
 port=${BENCH_PORT:-18095}
 logs=$(mktemp -d)
 servers=()
@@ -36,19 +38,28 @@ start() { # binary port
   for _ in $(seq 1 300); do curl -sf "http://127.0.0.1:$2/readyz" >/dev/null && return; sleep 0.2; done
   echo "outbox: server not ready" >&2; cat "$logs/$2.log" >&2; exit 1
 }
-start target/release/autoshop "$port"
-start target/release/autoshop-outbox-off "$((port + 1))"
+place() { # first|second: which build takes the first port (and starts first)
+  if [ ${#servers[@]} -gt 0 ]; then kill "${servers[@]}"; wait "${servers[@]}" 2>/dev/null || true; servers=(); fi
+  if [ "$1" = first ]; then
+    with=$port; without=$((port + 1))
+    start target/release/autoshop "$with"; start target/release/autoshop-outbox-off "$without"
+  else
+    without=$port; with=$((port + 1))
+    start target/release/autoshop-outbox-off "$without"; start target/release/autoshop "$with"
+  fi
+  rps "$with" >/dev/null; rps "$without" >/dev/null # warm-up, not counted
+}
 rps() { # port: one round of POSTs
   BENCH_MODE=post wrk -t2 -c"$conns" -d"${seconds}s" --timeout 10s -s bench/wrk/autoshop.lua "http://127.0.0.1:$1" 2>&1 \
     | sed -n 's/^BENCH //p' | jq -r 'if .non2xx > 0 or .socket_errors > 0 then error("non-2xx answers") else .rps end'
 }
-with=$port; without=$((port + 1))
-rps "$with" >/dev/null; rps "$without" >/dev/null # warm-up, not counted
+place first
 sum=0
 for r in $(seq 1 "$rounds"); do
+  [ "$r" = $((rounds / 2 + 1)) ] && place second
   if [ $((r % 2)) = 1 ]; then a=$(rps "$without"); b=$(rps "$with"); else b=$(rps "$with"); a=$(rps "$without"); fi
   ratio=$(echo "scale=3; $b / $a" | bc)
   sum=$(echo "scale=3; $sum + $ratio" | bc)
-  printf 'outbox: %s round %d: without events %.0f req/s, with %.0f req/s, ratio %s\n' "$backend" "$r" "$a" "$b" "$ratio"
+  printf 'outbox: %s round %d (events on port %d): without events %.0f req/s, with %.0f req/s, ratio %s\n' "$backend" "$r" "$with" "$a" "$b" "$ratio"
 done
 printf 'outbox: %s POST with events / without: mean ratio %s over %d rounds (target >= 0.85)\n' "$backend" "$(echo "scale=3; $sum / $rounds" | bc)" "$rounds"

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Paired comparison of two builds of the server on one data set and one request shape: both
+# serve the same database side by side, rounds alternate their order (A B, B A, ...), and
+# halfway through the two trade places (port and start order), because two servers of one
+# build differ by several percent by their place alone (bench/RESULTS.md, tenth session).
+# Each round prints requests per second and the server's CPU microseconds per request (user +
+# system time from /proc over the requests served), which does not depend on how wrk and the
+# server shared the cores; the end prints each build's means.
+#
+#   bench/ab_builds.sh /tmp/autoshop-before target/release/autoshop range
+#   AB_BACKEND=postgres AB_ROUNDS=8 bench/ab_builds.sh A B path /api/v1/appointments
+#
+# Modes are those of bench/wrk/autoshop.lua. Needs the data set that bench/run.sh generates
+# (AB_DATASET, default main). Knobs: AB_BACKEND (sqlite), AB_ROUNDS (6, even), AB_SECONDS (6),
+# AB_CONNS (32), BENCH_PG_URL.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bin_a=${1:?build A}; bin_b=${2:?build B}; mode=${3:?mode}; path=${4:-/}
+backend=${AB_BACKEND:-sqlite}; dataset=${AB_DATASET:-main}
+rounds=${AB_ROUNDS:-6}; seconds=${AB_SECONDS:-6}; conns=${AB_CONNS:-32}
+. bench/dataset.sh
+use_dataset "$backend" "$dataset"
+
+port=${BENCH_PORT:-18091}
+logs=$(mktemp -d)
+declare -A pid_of=() port_of=()
+servers() { echo "${pid_of[A]:-} ${pid_of[B]:-}"; }
+trap 'kill $(servers) 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$logs"' EXIT
+start() { # name binary port
+  "$2" serve --rate-limit 0 --listen "127.0.0.1:$3" --database-url "$url" --log warn >"$logs/$1.log" 2>&1 &
+  pid_of[$1]=$!; port_of[$1]=$3
+  for _ in $(seq 1 300); do curl -sf "http://127.0.0.1:$3/readyz" >/dev/null && return; sleep 0.2; done
+  echo "ab_builds: $1 not ready" >&2; cat "$logs/$1.log" >&2; exit 1
+}
+place() { # first-name first-binary second-name second-binary
+  if [ -n "$(servers | tr -d ' ')" ]; then kill $(servers); wait $(servers) 2>/dev/null || true; fi
+  start "$1" "$2" "$port"; start "$3" "$4" "$((port + 1))"
+  one A >/dev/null; one B >/dev/null # warm-up, not counted
+}
+ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+one() { # name: "req/s µs-per-request"
+  local t0 t1 n
+  t0=$(ticks "${pid_of[$1]}")
+  n=$(BENCH_MODE=$mode BENCH_PATH=$path wrk -t2 -c"$conns" -d"${seconds}s" --timeout 10s -s bench/wrk/autoshop.lua \
+    "http://127.0.0.1:${port_of[$1]}" 2>&1 | sed -n 's/^BENCH //p' \
+    | jq -r 'if .non2xx > 0 or .socket_errors > 0 then error("non-2xx answers") else .requests end')
+  t1=$(ticks "${pid_of[$1]}")
+  echo "$((n / seconds)) $(((t1 - t0) * 1000000 / $(getconf CLK_TCK) / n))"
+}
+place A "$bin_a" B "$bin_b"
+sum_a=0; sum_b=0
+for r in $(seq 1 "$rounds"); do
+  [ "$r" = $((rounds / 2 + 1)) ] && place B "$bin_b" A "$bin_a"
+  if [ $((r % 2)) = 1 ]; then a=$(one A); b=$(one B); else b=$(one B); a=$(one A); fi
+  read -r ra ca <<<"$a"; read -r rb cb <<<"$b"
+  sum_a=$((sum_a + ca)); sum_b=$((sum_b + cb))
+  printf 'ab_builds: round %d (A on port %d): A %d req/s %d µs/req | B %d req/s %d µs/req\n' "$r" "${port_of[A]}" "$ra" "$ca" "$rb" "$cb"
+done
+printf 'ab_builds: %s %s: mean CPU per request A %d µs, B %d µs (B/A %s)\n' "$backend" "$mode" \
+  "$((sum_a / rounds))" "$((sum_b / rounds))" "$(echo "scale=3; $sum_b / $sum_a" | bc)"
