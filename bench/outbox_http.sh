@@ -53,6 +53,13 @@ rps() { # port: one round of POSTs
   BENCH_MODE=post wrk -t2 -c"$conns" -d"${seconds}s" --timeout 10s -s bench/wrk/autoshop.lua "http://127.0.0.1:$1" 2>&1 \
     | sed -n 's/^BENCH //p' | jq -r 'if .non2xx > 0 or .socket_errors > 0 then error("non-2xx answers") else .rps end'
 }
+appointments() { # how many the data set holds: every POST round adds some
+  case $backend in
+    postgres) psql "$url" -Atc "SELECT count(*) FROM appointments" ;;
+    *) python3 -c 'import sqlite3, sys; print(sqlite3.connect(sys.argv[1]).execute("SELECT count(*) FROM appointments").fetchone()[0])' "${url#sqlite://}" ;;
+  esac
+}
+echo "outbox: $backend data set at $(appointments) appointments"
 place first
 sum=0
 for r in $(seq 1 "$rounds"); do
@@ -63,3 +70,4 @@ for r in $(seq 1 "$rounds"); do
   printf 'outbox: %s round %d (events on port %d): without events %.0f req/s, with %.0f req/s, ratio %s\n' "$backend" "$r" "$with" "$a" "$b" "$ratio"
 done
 printf 'outbox: %s POST with events / without: mean ratio %s over %d rounds (target >= 0.85)\n' "$backend" "$(echo "scale=3; $sum / $rounds" | bc)" "$rounds"
+echo "outbox: $backend data set at $(appointments) appointments after the rounds"
