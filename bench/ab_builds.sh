@@ -22,21 +22,7 @@ rounds=${AB_ROUNDS:-6}; seconds=${AB_SECONDS:-6}; conns=${AB_CONNS:-32}
 use_dataset "$backend" "$dataset"
 
 port=${BENCH_PORT:-18091}
-logs=$(mktemp -d)
-declare -A pid_of=() port_of=()
-servers() { echo "${pid_of[A]:-} ${pid_of[B]:-}"; }
-trap 'kill $(servers) 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$logs"' EXIT
-start() { # name binary port
-  "$2" serve --rate-limit 0 --listen "127.0.0.1:$3" --database-url "$url" --log warn >"$logs/$1.log" 2>&1 &
-  pid_of[$1]=$!; port_of[$1]=$3
-  for _ in $(seq 1 300); do curl -sf "http://127.0.0.1:$3/readyz" >/dev/null && return; sleep 0.2; done
-  echo "ab_builds: $1 not ready" >&2; cat "$logs/$1.log" >&2; exit 1
-}
-place() { # first-name first-binary second-name second-binary
-  if [ -n "$(servers | tr -d ' ')" ]; then kill $(servers); wait $(servers) 2>/dev/null || true; fi
-  start "$1" "$2" "$port"; start "$3" "$4" "$((port + 1))"
-  one A >/dev/null; one B >/dev/null # warm-up, not counted
-}
+. bench/pair.sh
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 one() { # name: "req/s µs-per-request"
   local t0 t1 n
@@ -47,10 +33,11 @@ one() { # name: "req/s µs-per-request"
   t1=$(ticks "${pid_of[$1]}")
   echo "$((n / seconds)) $(((t1 - t0) * 1000000 / $(getconf CLK_TCK) / n))"
 }
-place A "$bin_a" B "$bin_b"
+place_and_warm() { place "$@"; one A >/dev/null; one B >/dev/null; } # warm-up, not counted
+place_and_warm A "$bin_a" B "$bin_b"
 sum_a=0; sum_b=0
 for r in $(seq 1 "$rounds"); do
-  [ "$r" = $((rounds / 2 + 1)) ] && place B "$bin_b" A "$bin_a"
+  [ "$r" = $((rounds / 2 + 1)) ] && place_and_warm B "$bin_b" A "$bin_a"
   if [ $((r % 2)) = 1 ]; then a=$(one A); b=$(one B); else b=$(one B); a=$(one A); fi
   read -r ra ca <<<"$a"; read -r rb cb <<<"$b"
   sum_a=$((sum_a + ca)); sum_b=$((sum_b + cb))

@@ -26,29 +26,8 @@ if [ "${OUTBOX_BUILD:-1}" != 0 ]; then
 fi
 
 # Both servers run side by side on the same database; only the one under load does any work.
-# Two servers of one build can differ by several percent by their place alone (port, start
-# order: measured in bench/RESULTS.md, tenth session), so halfway through the builds trade places.
 port=${BENCH_PORT:-18095}
-logs=$(mktemp -d)
-servers=()
-trap 'kill "${servers[@]}" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$logs"' EXIT
-start() { # binary port
-  "$1" serve --rate-limit 0 --listen "127.0.0.1:$2" --database-url "$url" --log warn >"$logs/$2.log" 2>&1 &
-  servers+=($!)
-  for _ in $(seq 1 300); do curl -sf "http://127.0.0.1:$2/readyz" >/dev/null && return; sleep 0.2; done
-  echo "outbox: server not ready" >&2; cat "$logs/$2.log" >&2; exit 1
-}
-place() { # first|second: which build takes the first port (and starts first)
-  if [ ${#servers[@]} -gt 0 ]; then kill "${servers[@]}"; wait "${servers[@]}" 2>/dev/null || true; servers=(); fi
-  if [ "$1" = first ]; then
-    with=$port; without=$((port + 1))
-    start target/release/autoshop "$with"; start target/release/autoshop-outbox-off "$without"
-  else
-    without=$port; with=$((port + 1))
-    start target/release/autoshop-outbox-off "$without"; start target/release/autoshop "$with"
-  fi
-  rps "$with" >/dev/null; rps "$without" >/dev/null # warm-up, not counted
-}
+. bench/pair.sh
 rps() { # port: one round of POSTs
   BENCH_MODE=post wrk -t2 -c"$conns" -d"${seconds}s" --timeout 10s -s bench/wrk/autoshop.lua "http://127.0.0.1:$1" 2>&1 \
     | sed -n 's/^BENCH //p' | jq -r 'if .non2xx > 0 or .socket_errors > 0 then error("non-2xx answers") else .rps end'
@@ -59,11 +38,16 @@ appointments() { # how many the data set holds: every POST round adds some
     *) python3 -c 'import sqlite3, sys; print(sqlite3.connect(sys.argv[1]).execute("SELECT count(*) FROM appointments").fetchone()[0])' "${url#sqlite://}" ;;
   esac
 }
+place_and_warm() { # first-name first-binary second-name second-binary
+  place "$@"
+  with=${port_of[with]}; without=${port_of[without]}
+  rps "$with" >/dev/null; rps "$without" >/dev/null # warm-up, not counted
+}
 echo "outbox: $backend data set at $(appointments) appointments"
-place first
+place_and_warm with target/release/autoshop without target/release/autoshop-outbox-off
 sum=0
 for r in $(seq 1 "$rounds"); do
-  [ "$r" = $((rounds / 2 + 1)) ] && place second
+  [ "$r" = $((rounds / 2 + 1)) ] && place_and_warm without target/release/autoshop-outbox-off with target/release/autoshop
   if [ $((r % 2)) = 1 ]; then a=$(rps "$without"); b=$(rps "$with"); else b=$(rps "$with"); a=$(rps "$without"); fi
   ratio=$(echo "scale=3; $b / $a" | bc)
   sum=$(echo "scale=3; $sum + $ratio" | bc)
