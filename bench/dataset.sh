@@ -15,3 +15,42 @@ use_dataset() {
   BENCH_FIRST_CUSTOMER=$(jq -r .first_customer "$meta"); BENCH_LAST_CUSTOMER=$(jq -r .last_customer "$meta")
   BENCH_CUSTOMERS=$(jq -r .customers "$meta")
 }
+
+# Every POST round adds rows, and the POST figures move with the table's size (bench/RESULTS.md,
+# tenth session). `snapshot_url URL` keeps a copy of a freshly generated database (bench/run.sh
+# takes one after generating a data set); `restore_url URL` puts the database back as it was
+# generated, so that each run of a writing benchmark starts from the same data.
+pristine_of() { # url -> the copy's file (SQLite) or database name (PostgreSQL)
+  case $1 in
+    sqlite://*) echo "${1#sqlite://}.pristine" ;;
+    postgres://*) echo "${1##*/}_pristine" ;;
+  esac
+}
+pg_admin_url() { echo "${1%/*}/postgres"; }
+snapshot_url() {
+  local copy; copy=$(pristine_of "$1")
+  case $1 in
+    sqlite://*)
+      python3 -c 'import sqlite3, sys; sqlite3.connect(sys.argv[1]).execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()' "${1#sqlite://}"
+      cp --sparse=always "${1#sqlite://}" "$copy.tmp" && mv "$copy.tmp" "$copy" ;;
+    postgres://*)
+      psql "$1" -qc "VACUUM ANALYZE" >/dev/null
+      psql "$(pg_admin_url "$1")" -qc "DROP DATABASE IF EXISTS $copy" \
+        -c "CREATE DATABASE $copy TEMPLATE ${1##*/} STRATEGY FILE_COPY" >/dev/null ;;
+  esac
+}
+restore_url() {
+  local copy; copy=$(pristine_of "$1")
+  case $1 in
+    sqlite://*)
+      [ -f "$copy" ] || { echo "bench: no pristine copy $copy: generate the data set again (bench/run.sh) or keep it as it is with *_RESET=0" >&2; exit 1; }
+      rm -f "${1#sqlite://}-wal" "${1#sqlite://}-shm"
+      cp --sparse=always "$copy" "${1#sqlite://}" ;;
+    postgres://*)
+      [ "$(psql "$(pg_admin_url "$1")" -Atc "SELECT count(*) FROM pg_database WHERE datname = '$copy'")" = 1 ] \
+        || { echo "bench: no pristine copy $copy: generate the data set again (bench/run.sh) or keep it as it is with *_RESET=0" >&2; exit 1; }
+      psql "$(pg_admin_url "$1")" -qc "DROP DATABASE IF EXISTS ${1##*/} WITH (FORCE)" \
+        -c "CREATE DATABASE ${1##*/} TEMPLATE $copy STRATEGY FILE_COPY" >/dev/null
+      psql "$1" -qc "CHECKPOINT" >/dev/null ;;
+  esac
+}

@@ -10,13 +10,15 @@
 # `bench_seed outbox` measures the same difference below HTTP (the store's write path alone),
 # where the event is a larger share of the work; this script measures what a client sees.
 # Needs the data set that bench/run.sh generates. Knobs: OUTBOX_BACKEND (postgres), OUTBOX_ROUNDS
-# (6), OUTBOX_SECONDS (8), OUTBOX_CONNS (32), OUTBOX_DATASET (main), OUTBOX_BUILD (1), BENCH_PG_URL.
+# (6), OUTBOX_SECONDS (8), OUTBOX_CONNS (32), OUTBOX_DATASET (main), OUTBOX_BUILD (1), OUTBOX_RESET (1:
+# start from the data set as generated; 0 keeps it as earlier runs left it), BENCH_PG_URL.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 backend=${OUTBOX_BACKEND:-postgres}; dataset=${OUTBOX_DATASET:-main}
 rounds=${OUTBOX_ROUNDS:-6}; seconds=${OUTBOX_SECONDS:-8}; conns=${OUTBOX_CONNS:-32}
 . bench/dataset.sh
 use_dataset "$backend" "$dataset"
+[ "${OUTBOX_RESET:-1}" = 0 ] || restore_url "$url" # each run starts from the data set as generated
 
 # Both builds, one after the other (OUTBOX_BUILD=0 uses the binaries of an earlier run).
 if [ "${OUTBOX_BUILD:-1}" != 0 ]; then

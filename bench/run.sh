@@ -72,6 +72,7 @@ bin=$root/target/release
 
 # ---------------------------------------------------------------------------------------------
 # Data: one company per data set and backend, generated once (full runs reuse bench/data/).
+. bench/dataset.sh
 
 database_url() { # backend dataset
   if [ "$1" = sqlite ]; then echo "sqlite://$data_dir/sqlite-$2.db"; else echo "$pg_server/${pg_prefix}$2"; fi
@@ -90,6 +91,8 @@ ensure_data() { # backend name appointments customers shops -> prints the seed J
   echo "bench: generating $backend/$name ($appts appointments, $custs customers, $shops shops)" >&2
   "$bin/examples/bench_seed" seed --database-url "$(database_url "$backend" "$name")" \
     --appointments "$appts" --customers "$custs" --shops "$shops" > "$meta.tmp"
+  # The paired writing benchmarks (ab.sh, outbox_http.sh) start every run from this copy.
+  if [ "$reuse" = 1 ]; then snapshot_url "$(database_url "$backend" "$name")"; fi
   mv "$meta.tmp" "$meta"
   echo "$meta"
 }
