@@ -6,7 +6,7 @@ use crate::{
     auth::Caller,
     db::Db,
     error::{ApiError, FieldErrors},
-    shops::store as shops,
+    shops::{cache::ShopCache, store as shops},
 };
 
 /// Resolves `filter[shop_id]`: absent means every shop the key may see; a shop that does not
@@ -42,14 +42,16 @@ pub async fn visible_shop(db: &Db, caller: &Caller, shop_id: i64) -> Result<shop
     shops::find(db, caller.company_id, shop_id).await?.ok_or_else(|| ApiError::not_found("Shop"))
 }
 
-/// [`body_shop`], with the id and title of each of the shop's bays, read in the same statement.
+/// [`body_shop`], with the id and title of each of the shop's bays, read in the same statement
+/// or found in the replica's cache.
 pub async fn body_shop_with_bays(
     db: &Db,
+    cache: &ShopCache,
     caller: &Caller,
     shop_id: i64,
     errors: &mut FieldErrors,
 ) -> Result<Option<(shops::ShopRow, Vec<(i64, String)>)>, ApiError> {
-    in_scope_or_invalid(caller, shop_id, errors, || shops::find_with_bays(db, caller.company_id, shop_id)).await
+    in_scope_or_invalid(caller, shop_id, errors, || crate::shops::cache::find_with_bays(db, cache, caller.company_id, shop_id)).await
 }
 
 /// Checks a `shop_id` given in a request body: unknown or out of scope is a 422 on that field.

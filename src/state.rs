@@ -5,12 +5,13 @@ use std::sync::{Arc, OnceLock};
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 
 use crate::{
-    auth::{KeyCache, listen_for_revocations},
+    auth::{KeyCache, revocations},
     config::AppConfig,
     db::Db,
     events::hub::EventHub,
     idempotency::claims::Claims,
     rate_limit::{Limits, RateLimiter},
+    shops::cache::{self as shop_cache, ShopCache},
     webhooks::dispatch::DeliverySettings,
 };
 
@@ -32,6 +33,8 @@ pub struct Shared {
     pub config: Arc<AppConfig>,
     pub metrics: PrometheusHandle,
     pub keys: Arc<KeyCache>,
+    /// Shops with their bays, as appointment writes read them.
+    pub shops: Arc<ShopCache>,
     pub limiter: Arc<RateLimiter>,
     /// Wakes this process's event streams when a change commits.
     pub events: Arc<EventHub>,
@@ -44,7 +47,8 @@ impl AppState {
     pub fn new(db: Db, config: AppConfig) -> AppState {
         let limiter = RateLimiter::new(Limits { per_second: config.rate_limit, burst: config.rate_limit_burst });
         let keys = Arc::new(KeyCache::default());
-        listen_for_revocations(&db, keys.clone());
+        let shops = Arc::new(ShopCache::default());
+        crate::db::noticed::listen(&db, vec![revocations(keys.clone()), shop_cache::changes(shops.clone())]);
         crate::events::retention::spawn(db.clone(), config.event_retention_days);
         let events = EventHub::start(&db);
         let deliveries = DeliverySettings {
@@ -60,6 +64,7 @@ impl AppState {
             config: Arc::new(config),
             metrics: metrics_handle(),
             keys,
+            shops,
             limiter: Arc::new(limiter),
             events,
             claims: Arc::default(),

@@ -184,7 +184,7 @@ async fn revoke_key(State(state): State<AppState>, CompanyAdmin(caller): Company
         Revocation::Already => {}
         Revocation::NotFound => return Err(ApiError::not_found("API key")),
     }
-    state.keys.forget(id);
+    crate::auth::forget_key(&state.keys, id);
     Ok(StatusCode::NO_CONTENT)
 }
 

@@ -127,7 +127,7 @@ async fn create_appointment(
         Some(id) => Some(crate::holds::fill_from_hold(&state.db, &caller, &mut input, id).await?),
         None => None,
     };
-    let valid = validation::validate(&state.db, &caller, input, None).await?;
+    let valid = validation::validate(&state.db, &state.shops, &caller, input, None).await?;
     let mut change = Change::begin(&state.db, caller.company_id).await?;
     if let Some(hold) = &hold {
         crate::holds::consume(&mut change, hold).await?;
@@ -159,7 +159,7 @@ async fn update_appointment(State(state): State<AppState>, Writer(caller): Write
     if input.hold_id.is_some() {
         return Err(ApiError::invalid("hold_id", "The hold_id field is accepted only when creating an appointment."));
     }
-    let valid = validation::validate(&state.db, &caller, input, Some(&current)).await?;
+    let valid = validation::validate(&state.db, &state.shops, &caller, input, Some(&current)).await?;
     let mut change = Change::begin(&state.db, caller.company_id).await?;
     if_match.verify::<Appointment, _>(&current, store::find(change.tx(), caller.company_id, current.id)).await?;
     let column_title = valid.column_title;

@@ -12,7 +12,7 @@ use crate::{
     db::Db,
     error::{ApiError, FieldErrors},
     scope,
-    shops::store::ShopRow,
+    shops::{cache::ShopCache, store::ShopRow},
     sources::model::APPOINTMENT_SOURCES,
     validate,
 };
@@ -54,16 +54,20 @@ fn positive_id(errors: &mut FieldErrors, field: &str, value: Option<i64>) -> Opt
 
 /// Validates `input` for a create (`current` is `None`) or an update of `current`: every
 /// field error is collected before answering.
-pub async fn validate(db: &Db, caller: &Caller, mut input: AppointmentInput, current: Option<&AppointmentRow>) -> Result<Validated, ApiError> {
+pub async fn validate(
+    db: &Db,
+    shops: &ShopCache,
+    caller: &Caller,
+    mut input: AppointmentInput,
+    current: Option<&AppointmentRow>,
+) -> Result<Validated, ApiError> {
     let mut errors = FieldErrors::default();
     let stored = current.map(|c| &c.fields);
 
-    // The shop (its zone reads local dates) and the customer (fills names and e-mail).
-    // A bay named by title: the shop's bays come with its row.
-    let names_bay = matches!(&input.column, Patch::Value(title) if !title.trim().is_empty());
+    // The shop (its zone reads local dates) with its bays (a bay named by title), mostly from
+    // the replica's cache, and the customer (fills names and e-mail).
     let (shop, bays): (Option<ShopRow>, Option<Vec<(i64, String)>>) = match &input.shop_id {
-        Patch::Value(id) if names_bay => scope::body_shop_with_bays(db, caller, *id, &mut errors).await?.unzip(),
-        Patch::Value(id) => (scope::body_shop(db, caller, Some(*id), &mut errors).await?, None),
+        Patch::Value(id) => scope::body_shop_with_bays(db, shops, caller, *id, &mut errors).await?.unzip(),
         _ => {
             errors.add("shop_id", "The shop_id field is required.");
             (None, None)

@@ -3,7 +3,7 @@
 mod cache;
 mod store;
 
-pub use cache::{KeyCache, REVOCATION_CHANNEL, listen_for_revocations};
+pub use cache::{KeyCache, REVOCATION_CHANNEL, forget_key, revocations};
 
 use std::time::Instant;
 

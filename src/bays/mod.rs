@@ -63,7 +63,9 @@ async fn create_bay(State(state): State<AppState>, Admin(caller): Admin, JsonBod
     let location = format!("/api/v1/bays/{}", row.id);
     let bay = Bay::from(row);
     change.record("bay.created", Some(fields.shop_id), &bay)?;
-    change.commit_created(location, bay).await
+    let created = change.commit_created(location, bay).await?;
+    crate::shops::cache::forget_company(&state.shops, caller.company_id);
+    Ok(created)
 }
 
 /// Update a bay (admin). The body is the create body; an omitted `order` or `active` keeps its
@@ -84,6 +86,7 @@ async fn update_bay(State(state): State<AppState>, Admin(caller): Admin, put: Re
     );
     change.record("bay.updated", Some(fields.shop_id), &bay)?;
     change.commit().await?;
+    crate::shops::cache::forget_company(&state.shops, caller.company_id);
     Ok(One(bay))
 }
 

@@ -61,6 +61,7 @@ pub async fn insert(tx: &mut Tx, company_id: i64, f: &BayFields) -> Result<BayRo
          VALUES ($1, $2, $3, $4, $5, $6, $7, $7) RETURNING {COLUMNS}"
     ))
     .bind(company_id);
+    crate::shops::cache::announce_change(tx, company_id).await?;
     tx.fetch_optional(&f.bind(q).bind(now_micros())).await?.ok_or(DbError::NoRow)
 }
 
@@ -71,6 +72,7 @@ pub async fn update(tx: &mut Tx, company_id: i64, id: i64, f: &BayFields) -> Res
     ))
     .bind(company_id)
     .bind(id);
+    crate::shops::cache::announce_change(tx, company_id).await?;
     tx.fetch_optional(&f.bind(q).bind(now_micros())).await
 }
 

@@ -6,6 +6,7 @@
 //! way. Features never learn which driver runs under them.
 
 mod merged;
+pub mod noticed;
 pub mod notify;
 pub mod page;
 mod postgres;

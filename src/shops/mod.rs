@@ -1,5 +1,6 @@
 //! Shops: `GET /api/v1/settings/shop_info` and the admin routes under `/api/v1/shops`.
 
+pub mod cache;
 pub mod model;
 pub mod store;
 pub mod timezones;
@@ -163,6 +164,7 @@ async fn update_shop(State(state): State<AppState>, Admin(caller): Admin, put: R
     let info = ShopInfo::from(shop);
     change.record("shop.updated", Some(info.shop_id), &info)?;
     change.commit().await?;
+    cache::forget_company(&state.shops, caller.company_id);
     Ok(One(info))
 }
 

@@ -90,5 +90,6 @@ pub async fn update(tx: &mut Tx, company_id: i64, id: i64, f: &ShopFields) -> Re
     .bind(company_id)
     .bind(id);
     let q = bind_fields(q, f).bind(now_micros());
+    super::cache::announce_change(tx, company_id).await?;
     tx.fetch_optional(&q).await
 }

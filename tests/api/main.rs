@@ -27,6 +27,7 @@ mod receivables;
 mod schema;
 mod settings;
 mod ship_tos;
+mod shop_changes;
 mod shops;
 mod tenancy;
 mod transport;
