@@ -25,7 +25,6 @@ if [[ $mode == post* || $mode == put ]] && [ "${AB_RESET:-1}" != 0 ]; then resto
 
 port=${BENCH_PORT:-18091}
 . bench/pair.sh
-ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 one() { # name: "req/s µs-per-request"
   local t0 t1 n
   t0=$(ticks "${pid_of[$1]}")

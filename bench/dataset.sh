@@ -27,6 +27,10 @@ pristine_of() { # url -> the copy's file (SQLite) or database name (PostgreSQL)
   esac
 }
 pg_admin_url() { echo "${1%/*}/postgres"; }
+no_copy() {
+  echo "bench: no pristine copy $1: generate the data set again (bench/run.sh), or keep the data set as it is with *_RESET=0" >&2
+  exit 1
+}
 snapshot_url() {
   local copy; copy=$(pristine_of "$1")
   case $1 in
@@ -43,12 +47,12 @@ restore_url() {
   local copy; copy=$(pristine_of "$1")
   case $1 in
     sqlite://*)
-      [ -f "$copy" ] || { echo "bench: no pristine copy $copy: generate the data set again (bench/run.sh) or keep it as it is with *_RESET=0" >&2; exit 1; }
+      [ -f "$copy" ] || no_copy "$copy"
       rm -f "${1#sqlite://}-wal" "${1#sqlite://}-shm"
       cp --sparse=always "$copy" "${1#sqlite://}" ;;
     postgres://*)
       [ "$(psql "$(pg_admin_url "$1")" -Atc "SELECT count(*) FROM pg_database WHERE datname = '$copy'")" = 1 ] \
-        || { echo "bench: no pristine copy $copy: generate the data set again (bench/run.sh) or keep it as it is with *_RESET=0" >&2; exit 1; }
+        || no_copy "$copy"
       psql "$(pg_admin_url "$1")" -qc "DROP DATABASE IF EXISTS ${1##*/} WITH (FORCE)" \
         -c "CREATE DATABASE ${1##*/} TEMPLATE $copy STRATEGY FILE_COPY" >/dev/null
       psql "$1" -qc "CHECKPOINT" >/dev/null ;;

@@ -1,4 +1,5 @@
-# Sourced by the scripts that compare two builds side by side (ab_builds.sh, outbox_http.sh):
+# Sourced by the scripts that compare two builds side by side (ab_builds.sh, outbox_http.sh),
+# and by post_cost.sh for its one server (`pair_start NAME BINARY PORT`):
 # `place NAME BINARY NAME BINARY` serves the data set at `url` (see dataset.sh) with the first
 # build on `port`, started first, and the second on `port + 1`, after stopping any pair already
 # running. Two servers of one build differ by several percent by their place alone (port and
@@ -24,4 +25,7 @@ place() { # first-name first-binary second-name second-binary
   pair_stop
   pair_start "$1" "$2" "$port"
   pair_start "$3" "$4" "$((port + 1))"
+}
+ticks() { # pid: its CPU time so far (user + system), in clock ticks
+  awk '{print $14 + $15}' "/proc/$1/stat"
 }

@@ -23,17 +23,15 @@ use_dataset "$backend" "$dataset"
 [ -x "$bin" ] || cargo build --release --quiet --bin autoshop
 
 port=${BENCH_PORT:-18097}
-log=$(mktemp)
-"$bin" serve --rate-limit 0 --listen "127.0.0.1:$port" --database-url "$url" --log warn >"$log" 2>&1 &
-server=$!
-trap 'kill $server 2>/dev/null || true; wait $server 2>/dev/null || true; rm -f "$log"' EXIT
-for _ in $(seq 1 300); do curl -sf "http://127.0.0.1:$port/readyz" >/dev/null && break; sleep 0.2; done
+. bench/pair.sh
+pair_start cost "$bin" "$port"
+server=${pid_of[cost]}
 
-ticks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
 database_ticks() { # every PostgreSQL process on this machine (0 on SQLite: it runs in the server)
   local sum=0 pid
   if [ "$backend" = postgres ]; then
-    for pid in $(pgrep -u postgres postgres || true); do sum=$((sum + $(ticks "$pid"))); done
+    # A process that ended between pgrep and the read counts nothing.
+    for pid in $(pgrep -u postgres postgres || true); do sum=$((sum + $(ticks "$pid" 2>/dev/null || echo 0))); done
   fi
   echo "$sum"
 }
