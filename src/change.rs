@@ -79,7 +79,7 @@ impl Outbox {
             lock_order: self.events.first().and_then(|e| e.shop_id).unwrap_or(0),
             stored_answer,
             lead: None,
-            events: events::store::insert_queries(self.company_id, std::mem::take(&mut self.events), EVENTS_CHUNK, now_micros()),
+            events: events::store::value_lists(self.company_id, std::mem::take(&mut self.events), EVENTS_CHUNK, now_micros()),
         }
     }
 }
@@ -287,7 +287,8 @@ struct LastStatements {
     /// A write to send in one statement with the first events' insert (see
     /// [`Change::finish_insert`]).
     lead: Option<Query>,
-    /// The events' inserts, one per [`EVENTS_CHUNK`] (one for every change but an import).
+    /// The events' `VALUES` lists ([`events::store::value_lists`]), one per [`EVENTS_CHUNK`]
+    /// (one for every change but an import).
     events: Vec<Query>,
 }
 
@@ -343,8 +344,8 @@ impl Finish for LastStatements {
         }
         let subscriptions = sqlite::fetch_all(conn, &webhooks::store::subscriptions_query(self.company_id))?;
         let mut queued = 0;
-        for q in &self.events {
-            let rows: Vec<EventRow> = sqlite::fetch_all(conn, q)?;
+        for values in self.events {
+            let rows: Vec<EventRow> = sqlite::fetch_all(conn, &events::store::insert_returning(values))?;
             for q in webhooks::enqueue_queries(self.company_id, &subscriptions, rows)? {
                 queued += sqlite::execute(conn, &q)? as usize;
             }
@@ -359,8 +360,9 @@ impl Finish for LastStatements {
             }
         }
         let (mut queued, mut lead) = (0, self.lead);
-        for q in self.events {
-            let inserted = tx.fetch_all(&webhooks::store::inserted_with_subscriptions(lead.take(), q, self.company_id)).await?;
+        for values in self.events {
+            let insert = events::store::insert_returning(values);
+            let inserted = tx.fetch_all(&webhooks::store::inserted_with_subscriptions(lead.take(), insert, self.company_id)).await?;
             let (rows, subscriptions) = webhooks::store::InsertedEvent::split(inserted);
             for q in webhooks::enqueue_queries(self.company_id, &subscriptions, rows)? {
                 queued += tx.execute(&q).await? as usize;

@@ -50,24 +50,37 @@ pub async fn insert(tx: &mut Tx, company_id: i64, events: &[NewEvent], at: i64) 
     Ok(rows)
 }
 
-/// The inserts of `events`, `chunk` rows each, their data moved into the statements (an import
-/// records 100,000 events: one copy of their text is enough).
-pub fn insert_queries(company_id: i64, events: Vec<NewEvent>, chunk: usize, at: i64) -> Vec<Query> {
-    let mut queries = Vec::new();
+/// The start of every events insert, before its `VALUES` lists.
+pub const INSERT_EVENTS: &str = "INSERT INTO events (company_id, type, shop_id, data, created_at) VALUES ";
+
+/// The `VALUES` lists of `events`, `chunk` rows each (`(...), (...)`), their data moved into
+/// the lists (an import records 100,000 events: one copy of their text is enough). A list
+/// follows [`INSERT_EVENTS`]: in [`insert_returning`], or with other changes' lists in the one
+/// insert of a shared statement.
+pub fn value_lists(company_id: i64, events: Vec<NewEvent>, chunk: usize, at: i64) -> Vec<Query> {
+    let mut lists = Vec::new();
     let mut events = events.into_iter().peekable();
     while events.peek().is_some() {
-        let mut q = Query::new("INSERT INTO events (company_id, type, shop_id, data, created_at) VALUES ");
+        let mut q = Query::new("");
         for (i, e) in events.by_ref().take(chunk.max(1)).enumerate() {
             q.push(if i == 0 { "(" } else { ", (" });
             q.push_bind(company_id).push(", ").push_bind(e.kind).push(", ").push_bind(e.shop_id).push(", ");
             q.push_bind(e.data).push(", ").push_bind(at).push(")");
         }
-        q.push(&format!(" RETURNING {COLUMNS}"));
-        queries.push(q);
+        lists.push(q);
     }
-    queries
+    lists
 }
 
+/// The insert of a [`value_lists`] list, returning its rows.
+pub fn insert_returning(values: Query) -> Query {
+    values.wrapped(INSERT_EVENTS, &format!(" RETURNING {COLUMNS}"))
+}
+
+/// The inserts of `events`, `chunk` rows each, returning their rows.
+pub fn insert_queries(company_id: i64, events: Vec<NewEvent>, chunk: usize, at: i64) -> Vec<Query> {
+    value_lists(company_id, events, chunk, at).into_iter().map(insert_returning).collect()
+}
 
 /// What a page of the feed may contain.
 #[derive(Debug, Clone, Default)]

@@ -6,7 +6,7 @@
 
 use crate::{
     db::{Db, DbError, FromRow, OneStatement, Query, Reader, Tx, company_row, now_micros, page::{PageRequest, fetch_page}},
-    events::store::EventRow,
+    events::{self, store::EventRow},
 };
 
 #[derive(Debug, Clone, FromRow)]
@@ -115,47 +115,66 @@ pub fn inserted_with_subscriptions(lead: Option<Query>, insert: Query, company_i
 pub const HAS_WEBHOOKS: &str = "the company has webhooks";
 
 /// A change sent as one statement outside any transaction ([`Tx::commit_alone`]): its last
-/// write `lead`, its events' `insert`, and `exactly_one` (another write, which must change
-/// exactly one row: a keyed request's stored answer). The statement raises
-/// (`refuse_outside_transaction`), and so undoes all of itself, when the company has an enabled
-/// webhook and the change has events (their deliveries must be written in the same
-/// transaction) or when `exactly_one` changed no row. At least `lead` or `insert` is needed.
-pub fn one_statement(lead: Option<Query>, insert: Option<Query>, exactly_one: Option<Query>, company_id: i64) -> OneStatement {
-    debug_assert!(lead.is_some() || insert.is_some(), "a change with no write");
+/// write `lead`, its events (a `VALUES` list of [`events::store::value_lists`]), and
+/// `exactly_one` (another write, which must change exactly one row: a keyed request's stored
+/// answer). The statement raises (`refuse_outside_transaction`), and so undoes all of itself,
+/// when the company has an enabled webhook and the change has events (their deliveries must be
+/// written in the same transaction) or when `exactly_one` changed no row. At least `lead` or
+/// `events` is needed.
+pub fn one_statement(lead: Option<Query>, events: Option<Query>, exactly_one: Option<Query>, company_id: i64) -> OneStatement {
+    debug_assert!(lead.is_some() || events.is_some(), "a change with no write");
     // The company whose webhooks the statement looks up, as a bound value (`$n`).
-    let subscriber = insert.as_ref().map(|_| {
+    let subscriber = events.as_ref().map(|_| {
         let mut q = Query::new("");
         q.push_bind(company_id);
         q
     });
-    OneStatement { parts: vec![lead, insert, exactly_one, subscriber], merge: one_statement_of, lock_order: 0 }
+    OneStatement { parts: vec![lead, events, exactly_one, subscriber], merge: one_statement_of, lock_order: 0 }
 }
 
 /// The statement of one or more changes of [`one_statement`]: each change's writes are parts
 /// of one data-modifying `WITH` (PostgreSQL runs every such part, read or not), and the
-/// `SELECT` holds the checks, so one change's refusal undoes them all. The webhooks of every
-/// company with events in the statement are looked up once, in one `EXISTS` (a look-up per
-/// change cost a statement of one create about 6% of its throughput in pgbench; shared
-/// statements mostly hold one company's creates).
+/// `SELECT` holds the checks, so one change's refusal undoes them all. The events of all the
+/// changes go in one insert: an insert of its own per change cost the statement an executor
+/// node, an index and trigger set-up each (the outbox is a cost on every create: issue #12).
+/// The webhooks of every company with events in the statement are looked up once, in one
+/// `EXISTS` (a look-up per change cost a statement of one create about 6% of its throughput in
+/// pgbench; shared statements mostly hold one company's creates).
 fn one_statement_of(changes: &[Vec<Option<Query>>]) -> Query {
     let mut q = Query::new("WITH ");
     let mut subscribers = Vec::with_capacity(changes.len());
     let mut exactly_ones = Vec::new();
+    let mut value_lists = Vec::with_capacity(changes.len());
     let mut first = true;
+    let mut next_part = |q: &mut Query| {
+        if !std::mem::take(&mut first) {
+            q.push(", ");
+        }
+    };
     for (i, parts) in changes.iter().enumerate() {
-        let [lead, insert, exactly_one, subscriber] = parts.as_slice() else { panic!("a change of one_statement has four parts") };
-        for (name, part, returning) in [("lead", lead, ""), ("ev", insert, ""), ("one", exactly_one, " RETURNING 1")] {
+        let [lead, values, exactly_one, subscriber] = parts.as_slice() else { panic!("a change of one_statement has four parts") };
+        for (name, part, returning) in [("lead", lead, ""), ("one", exactly_one, " RETURNING 1")] {
             if let Some(part) = part {
-                if !std::mem::take(&mut first) {
-                    q.push(", ");
-                }
+                next_part(&mut q);
                 q.push(&format!("{name}{i} AS (")).push_query(part).push(returning).push(")");
             }
         }
+        value_lists.extend(values.as_ref());
         subscribers.extend(subscriber.as_ref());
         if exactly_one.is_some() {
             exactly_ones.push(i);
         }
+    }
+    if !value_lists.is_empty() {
+        next_part(&mut q);
+        q.push("ev AS (").push(events::store::INSERT_EVENTS);
+        for (n, values) in value_lists.into_iter().enumerate() {
+            if n > 0 {
+                q.push(", ");
+            }
+            q.push_query(values);
+        }
+        q.push(")");
     }
     if subscribers.is_empty() && exactly_ones.is_empty() {
         q.push(" SELECT ''");

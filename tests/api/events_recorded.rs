@@ -397,10 +397,12 @@ async fn creates_reach_webhooks_made_on_another_replica(backend: Backend) {
 /// The statement a change sends alone on PostgreSQL (its last write with its event) writes
 /// both or neither: refused when the company has a webhook, it leaves no trace.
 async fn a_statement_sent_alone_writes_all_or_nothing(backend: Backend) {
-    use autoshop::{db::Query, events::store::{NewEvent, insert_queries}, webhooks::store::one_statement};
+    use autoshop::{db::Query, events::store::{NewEvent, insert_queries, value_lists}, webhooks::store::one_statement};
     let app = TestApp::spawn(backend).await;
     let company = app.company_id;
-    let event = |data: &str| insert_queries(company, vec![NewEvent { kind: "shop.updated", shop_id: None, data: data.to_owned() }], 10, 1).remove(0);
+    let new = |data: &str| vec![NewEvent { kind: "shop.updated", shop_id: None, data: data.to_owned() }];
+    // A lead is a whole insert; a change's events are a VALUES list.
+    let (lead, event) = (|data: &str| insert_queries(company, new(data), 10, 1).remove(0), |data: &str| value_lists(company, new(data), 10, 1).remove(0));
     let count = |data: &'static str| {
         let q = Query::new("SELECT COUNT(*) FROM events WHERE company_id = $1 AND data = $2").bind(company).bind(data);
         let db = app.db.clone();
@@ -413,25 +415,25 @@ async fn a_statement_sent_alone_writes_all_or_nothing(backend: Backend) {
     }
     assert!(tx.can_commit_alone());
     // Two writes in one statement: the lead and the event.
-    let change = one_statement(Some(event("\"lead 1\"")), Some(event("\"event 1\"")), None, company);
+    let change = one_statement(Some(lead("\"lead 1\"")), Some(event("\"event 1\"")), None, company);
     assert_eq!(tx.commit_alone(change).await.unwrap(), Ok(()));
     assert_eq!((count("\"lead 1\"").await, count("\"event 1\"").await), (1, 1));
     // A change without events has nothing to check.
     let mut tx = app.db.begin().await.unwrap();
-    assert_eq!(tx.commit_alone(one_statement(Some(event("\"lead only\"")), None, None, company)).await.unwrap(), Ok(()));
+    assert_eq!(tx.commit_alone(one_statement(Some(lead("\"lead only\"")), None, None, company)).await.unwrap(), Ok(()));
     assert_eq!(count("\"lead only\"").await, 1);
 
     // A third write that must change exactly one row and changes none: all undone.
     let none = Query::new("UPDATE events SET type = type WHERE company_id = $1 AND id < 0").bind(company);
     let mut tx = app.db.begin().await.unwrap();
-    let change = one_statement(Some(event("\"lead 2\"")), Some(event("\"event 2\"")), Some(none), company);
+    let change = one_statement(Some(lead("\"lead 2\"")), Some(event("\"event 2\"")), Some(none), company);
     let refused = tx.commit_alone(change).await.unwrap();
     assert_eq!(refused, Err(autoshop::webhooks::store::CHANGED_NO_ROW.to_owned()));
     assert_eq!((count("\"lead 2\"").await, count("\"event 2\"").await), (0, 0), "the refused statement undid itself");
 
     let r = app.post(&app.admin_key, "/api/v1/webhooks", json!({"url": "https://hooks.example.com/a", "events": ["*"]})).await;
     assert_eq!(r.status, 201, "{}", r.body);
-    let change = one_statement(Some(event("\"lead 3\"")), Some(event("\"event 3\"")), None, company);
+    let change = one_statement(Some(lead("\"lead 3\"")), Some(event("\"event 3\"")), None, company);
     let refused = tx.commit_alone(change).await.unwrap();
     assert_eq!(refused, Err(autoshop::webhooks::store::HAS_WEBHOOKS.to_owned()), "a company with a webhook needs a transaction");
     assert_eq!((count("\"lead 3\"").await, count("\"event 3\"").await), (0, 0), "the refused statement undid itself");
@@ -461,12 +463,13 @@ async fn app_sending_changes_alone(backend: Backend) -> Option<TestApp> {
 /// whose third write changes one: one shape, so they merge). Those refuse and leave no trace,
 /// and each of the others is written once, also when it had been merged with a refused one
 /// (its statement was undone and it went again alone). A third round mixes in changes that the
-/// database rejects (an event of a company that does not exist): each of those fails alone.
+/// database rejects (an event without a type): each of those fails alone.
 async fn changes_sharing_a_statement_keep_their_own_outcome(backend: Backend) {
-    use autoshop::{db::Query, events::store::{NewEvent, insert_queries}, webhooks::store::{CHANGED_NO_ROW, one_statement}};
+    use autoshop::{db::Query, events::store::{NewEvent, insert_queries, value_lists}, webhooks::store::{CHANGED_NO_ROW, one_statement}};
     let Some(app) = app_sending_changes_alone(backend).await else { return };
     let company = app.company_id;
-    let event = |data: String| insert_queries(company, vec![NewEvent { kind: "shop.updated", shop_id: None, data }], 10, 1).remove(0);
+    let new = |data: String| vec![NewEvent { kind: "shop.updated", shop_id: None, data }];
+    let (lead, event) = (move |data| insert_queries(company, new(data), 10, 1).remove(0), move |data| value_lists(company, new(data), 10, 1).remove(0));
     // Each change's third write touches its own marker row, which exists unless it should refuse.
     let markers = Query::new("INSERT INTO events (company_id, type, shop_id, data, created_at) SELECT $1, 'shop.created', NULL, 'marker ' || n, 1 FROM generate_series(0, 23) n").bind(company);
     app.db.execute(&markers).await.unwrap();
@@ -481,8 +484,14 @@ async fn changes_sharing_a_statement_keep_their_own_outcome(backend: Backend) {
         let db = app.db.clone();
         futures_util::future::join_all((0..24).map(move |i| {
             let lead = match rejected(i) {
-                true => insert_queries(-1, vec![NewEvent { kind: "shop.updated", shop_id: None, data: format!("\"lead {round}.{i}\"") }], 10, 1).remove(0),
-                false => event(format!("\"lead {round}.{i}\"")),
+                true => {
+                    // The others' statement text, without a type: the database rejects the row.
+                    let good = lead(format!("\"lead {round}.{i}\""));
+                    let sql = good.sql().to_owned();
+                    let args = good.into_args().into_iter().enumerate();
+                    args.fold(Query::new(sql), |q, (n, arg)| q.bind(if n == 1 { autoshop::db::Arg::Text(None) } else { arg }))
+                }
+                false => lead(format!("\"lead {round}.{i}\"")),
             };
             let (db, ev) = (db.clone(), event(format!("\"event {round}.{i}\"")));
             let exactly_one = Some(marker(round, i, refuses(i)));
@@ -539,16 +548,18 @@ async fn changes_sharing_a_statement_keep_their_own_outcome(backend: Backend) {
 /// deliveries need a transaction), also when they shared a statement with changes of the
 /// company without webhooks, which commit once each.
 async fn a_shared_statement_refuses_when_any_of_its_companies_has_webhooks(backend: Backend) {
-    use autoshop::{events::store::{NewEvent, insert_queries}, webhooks::store::{HAS_WEBHOOKS, one_statement}};
+    use autoshop::{events::store::{NewEvent, insert_queries, value_lists}, webhooks::store::{HAS_WEBHOOKS, one_statement}};
     let Some(app) = app_sending_changes_alone(backend).await else { return };
     let (hooked, hooked_key) = app.new_company("Hooked").await;
     let r = app.post(&hooked_key, "/api/v1/webhooks", json!({"url": "https://hooks.example.com/a", "events": ["*"]})).await;
     assert_eq!(r.status, 201, "{}", r.body);
     let company_of = |i: usize| if i % 2 == 1 { hooked } else { app.company_id };
-    let event = |company: i64, data: String| insert_queries(company, vec![NewEvent { kind: "shop.updated", shop_id: None, data }], 10, 1).remove(0);
+    let new = |data: String| vec![NewEvent { kind: "shop.updated", shop_id: None, data }];
+    let lead = |company: i64, data: String| insert_queries(company, new(data), 10, 1).remove(0);
+    let event = |company: i64, data: String| value_lists(company, new(data), 10, 1).remove(0);
     let outcomes = futures_util::future::join_all((0..24).map(|i| {
         let (db, company) = (app.db.clone(), company_of(i));
-        let change = one_statement(Some(event(company, format!("\"lead {i}\""))), Some(event(company, format!("\"event {i}\""))), None, company);
+        let change = one_statement(Some(lead(company, format!("\"lead {i}\""))), Some(event(company, format!("\"event {i}\""))), None, company);
         async move { db.begin().await.unwrap().commit_alone(change).await }
     }))
     .await;
