@@ -41,7 +41,10 @@ impl Outbox {
         if cfg!(feature = "bench-outbox-off") {
             return Ok(());
         }
-        debug_assert!(self.company_id != 0, "an event before its company");
+        // No foreign key catches an event without its company on PostgreSQL (migration 0017).
+        if self.company_id == 0 {
+            return Err(ApiError::Internal(format!("a {kind} event recorded before its company")));
+        }
         let data = serde_json::to_string(data).map_err(|e| ApiError::Internal(format!("serializing a {kind} event: {e}")))?;
         self.events.push(NewEvent { kind, shop_id, data });
         Ok(())

@@ -27,6 +27,7 @@ crate::backend_tests!(
     a_statement_sent_alone_writes_all_or_nothing,
     changes_sharing_a_statement_keep_their_own_outcome,
     a_shared_statement_refuses_when_any_of_its_companies_has_webhooks,
+    an_event_needs_its_company,
     shared_statements_write_their_changes_in_lock_order,
     a_change_whose_request_is_gone_is_not_sent,
     racing_creates_of_several_shops_share_statements_in_shop_order,
@@ -392,6 +393,18 @@ async fn creates_reach_webhooks_made_on_another_replica(backend: Backend) {
         assert!(count("committed") >= committed && committed >= 10, "{committed}");
         assert!(count("refused") >= refused && refused >= 1, "{refused}");
     }
+}
+
+/// No foreign key checks an event's company on PostgreSQL (migration 0017): a change that
+/// records an event before its company exists fails, and writes nothing.
+async fn an_event_needs_its_company(backend: Backend) {
+    use autoshop::{change::Change, db::Query};
+    let app = TestApp::spawn(backend).await;
+    let count = Query::new("SELECT COUNT(*) FROM events WHERE company_id = 0");
+    let mut change = Change::begin_new_company(&app.db).await.unwrap();
+    assert!(change.record("shop.updated", None, &json!({"name": "orphan"})).is_err(), "an event without its company was recorded");
+    change.commit().await.unwrap();
+    assert_eq!(app.db.fetch_optional::<(i64,)>(&count).await.unwrap().unwrap().0, 0);
 }
 
 /// The statement a change sends alone on PostgreSQL (its last write with its event) writes
