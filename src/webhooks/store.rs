@@ -168,12 +168,7 @@ fn one_statement_of(changes: &[Vec<Option<Query>>]) -> Query {
     if !value_lists.is_empty() {
         next_part(&mut q);
         q.push("ev AS (").push(events::store::INSERT_EVENTS);
-        for (n, values) in value_lists.into_iter().enumerate() {
-            if n > 0 {
-                q.push(", ");
-            }
-            q.push_query(values);
-        }
+        push_listed(&mut q, value_lists);
         q.push(")");
     }
     if subscribers.is_empty() && exactly_ones.is_empty() {
@@ -183,12 +178,7 @@ fn one_statement_of(changes: &[Vec<Option<Query>>]) -> Query {
     q.push(" SELECT CASE");
     if !subscribers.is_empty() {
         q.push(" WHEN EXISTS (SELECT 1 FROM webhooks w WHERE w.company_id IN (");
-        for (n, subscriber) in subscribers.into_iter().enumerate() {
-            if n > 0 {
-                q.push(", ");
-            }
-            q.push_query(subscriber);
-        }
+        push_listed(&mut q, subscribers);
         q.push(") AND w.enabled) THEN refuse_outside_transaction('").push(HAS_WEBHOOKS).push("')");
     }
     for i in exactly_ones {
@@ -196,6 +186,16 @@ fn one_statement_of(changes: &[Vec<Option<Query>>]) -> Query {
     }
     q.push(" ELSE '' END");
     q
+}
+
+/// Appends `parts`, separated by commas.
+fn push_listed(q: &mut Query, parts: Vec<&Query>) {
+    for (n, part) in parts.into_iter().enumerate() {
+        if n > 0 {
+            q.push(", ");
+        }
+        q.push_query(part);
+    }
 }
 
 /// Why [`one_statement`] refuses when its `exactly_one` write changed no row.

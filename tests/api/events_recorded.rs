@@ -395,6 +395,21 @@ async fn creates_reach_webhooks_made_on_another_replica(backend: Backend) {
     }
 }
 
+/// A `shop.updated` event of `company` with `data`, as a whole insert: a change's last write
+/// (`lead`) in the tests of statements sent alone.
+fn lead_insert(company: i64, data: impl Into<String>) -> autoshop::db::Query {
+    autoshop::events::store::insert_queries(company, shop_updated(data), 10, 1).remove(0)
+}
+
+/// The same event as a change's events: a `VALUES` list.
+fn event_values(company: i64, data: impl Into<String>) -> autoshop::db::Query {
+    autoshop::events::store::value_lists(company, shop_updated(data), 10, 1).remove(0)
+}
+
+fn shop_updated(data: impl Into<String>) -> Vec<autoshop::events::store::NewEvent> {
+    vec![autoshop::events::store::NewEvent { kind: "shop.updated", shop_id: None, data: data.into() }]
+}
+
 /// No foreign key checks an event's company on PostgreSQL (migration 0017): a change that
 /// records an event before its company exists fails, and writes nothing.
 async fn an_event_needs_its_company(backend: Backend) {
@@ -410,12 +425,10 @@ async fn an_event_needs_its_company(backend: Backend) {
 /// The statement a change sends alone on PostgreSQL (its last write with its event) writes
 /// both or neither: refused when the company has a webhook, it leaves no trace.
 async fn a_statement_sent_alone_writes_all_or_nothing(backend: Backend) {
-    use autoshop::{db::Query, events::store::{NewEvent, insert_queries, value_lists}, webhooks::store::one_statement};
+    use autoshop::{db::Query, webhooks::store::one_statement};
     let app = TestApp::spawn(backend).await;
     let company = app.company_id;
-    let new = |data: &str| vec![NewEvent { kind: "shop.updated", shop_id: None, data: data.to_owned() }];
-    // A lead is a whole insert; a change's events are a VALUES list.
-    let (lead, event) = (|data: &str| insert_queries(company, new(data), 10, 1).remove(0), |data: &str| value_lists(company, new(data), 10, 1).remove(0));
+    let (lead, event) = (|data: &str| lead_insert(company, data), |data: &str| event_values(company, data));
     let count = |data: &'static str| {
         let q = Query::new("SELECT COUNT(*) FROM events WHERE company_id = $1 AND data = $2").bind(company).bind(data);
         let db = app.db.clone();
@@ -478,11 +491,10 @@ async fn app_sending_changes_alone(backend: Backend) -> Option<TestApp> {
 /// (its statement was undone and it went again alone). A third round mixes in changes that the
 /// database rejects (an event without a type): each of those fails alone.
 async fn changes_sharing_a_statement_keep_their_own_outcome(backend: Backend) {
-    use autoshop::{db::Query, events::store::{NewEvent, insert_queries, value_lists}, webhooks::store::{CHANGED_NO_ROW, one_statement}};
+    use autoshop::{db::Query, webhooks::store::{CHANGED_NO_ROW, one_statement}};
     let Some(app) = app_sending_changes_alone(backend).await else { return };
     let company = app.company_id;
-    let new = |data: String| vec![NewEvent { kind: "shop.updated", shop_id: None, data }];
-    let (lead, event) = (move |data| insert_queries(company, new(data), 10, 1).remove(0), move |data| value_lists(company, new(data), 10, 1).remove(0));
+    let (lead, event) = (move |data: String| lead_insert(company, data), move |data: String| event_values(company, data));
     // Each change's third write touches its own marker row, which exists unless it should refuse.
     let markers = Query::new("INSERT INTO events (company_id, type, shop_id, data, created_at) SELECT $1, 'shop.created', NULL, 'marker ' || n, 1 FROM generate_series(0, 23) n").bind(company);
     app.db.execute(&markers).await.unwrap();
@@ -561,18 +573,15 @@ async fn changes_sharing_a_statement_keep_their_own_outcome(backend: Backend) {
 /// deliveries need a transaction), also when they shared a statement with changes of the
 /// company without webhooks, which commit once each.
 async fn a_shared_statement_refuses_when_any_of_its_companies_has_webhooks(backend: Backend) {
-    use autoshop::{events::store::{NewEvent, insert_queries, value_lists}, webhooks::store::{HAS_WEBHOOKS, one_statement}};
+    use autoshop::webhooks::store::{HAS_WEBHOOKS, one_statement};
     let Some(app) = app_sending_changes_alone(backend).await else { return };
     let (hooked, hooked_key) = app.new_company("Hooked").await;
     let r = app.post(&hooked_key, "/api/v1/webhooks", json!({"url": "https://hooks.example.com/a", "events": ["*"]})).await;
     assert_eq!(r.status, 201, "{}", r.body);
     let company_of = |i: usize| if i % 2 == 1 { hooked } else { app.company_id };
-    let new = |data: String| vec![NewEvent { kind: "shop.updated", shop_id: None, data }];
-    let lead = |company: i64, data: String| insert_queries(company, new(data), 10, 1).remove(0);
-    let event = |company: i64, data: String| value_lists(company, new(data), 10, 1).remove(0);
     let outcomes = futures_util::future::join_all((0..24).map(|i| {
         let (db, company) = (app.db.clone(), company_of(i));
-        let change = one_statement(Some(lead(company, format!("\"lead {i}\""))), Some(event(company, format!("\"event {i}\""))), None, company);
+        let change = one_statement(Some(lead_insert(company, format!("\"lead {i}\""))), Some(event_values(company, format!("\"event {i}\""))), None, company);
         async move { db.begin().await.unwrap().commit_alone(change).await }
     }))
     .await;
@@ -601,13 +610,13 @@ async fn a_shared_statement_refuses_when_any_of_its_companies_has_webhooks(backe
 /// statement (one `xid`) the rows' ids, given as PostgreSQL writes them, follow the orders, in
 /// the same direction in every statement.
 async fn shared_statements_write_their_changes_in_lock_order(backend: Backend) {
-    use autoshop::{db::Query, events::store::{NewEvent, insert_queries}, webhooks::store::one_statement};
+    use autoshop::{db::Query, webhooks::store::one_statement};
     let Some(app) = app_sending_changes_alone(backend).await else { return };
     let company = app.company_id;
     const CHANGES: i64 = 48;
     let outcomes = futures_util::future::join_all((0..CHANGES).map(|i| {
         let lock_order = (i * 29) % CHANGES;
-        let lead = insert_queries(company, vec![NewEvent { kind: "shop.updated", shop_id: None, data: format!("\"order {lock_order}\"") }], 10, 1).remove(0);
+        let lead = lead_insert(company, format!("\"order {lock_order}\""));
         let db = app.db.clone();
         async move { db.begin().await.unwrap().commit_alone(one_statement(Some(lead), None, None, company).with_lock_order(lock_order)).await }
     }))
@@ -648,7 +657,6 @@ fn assert_written_in_one_order(statements: &[&Vec<i64>]) {
 async fn a_change_whose_request_is_gone_is_not_sent(backend: Backend) {
     use autoshop::{
         db::{Db, DbConfig, Query},
-        events::store::{NewEvent, insert_queries},
         webhooks::store::one_statement,
     };
     let Some(app) = app_sending_changes_alone(backend).await else { return };
@@ -659,7 +667,7 @@ async fn a_change_whose_request_is_gone_is_not_sent(backend: Backend) {
     let label = |i: usize| if i % 2 == 0 { format!("\"kept {i}\"") } else { format!("\"gone {i}\"") };
     let changes: Vec<_> = (0..12)
         .map(|i| {
-            let lead = insert_queries(company, vec![NewEvent { kind: "shop.updated", shop_id: None, data: label(i) }], 10, 1).remove(0);
+            let lead = lead_insert(company, label(i));
             let db = pool.clone();
             tokio::spawn(async move { db.begin().await.unwrap().commit_alone(one_statement(Some(lead), None, None, company)).await })
         })
