@@ -33,8 +33,7 @@ for _ in $(seq 1 300); do curl -sf "http://127.0.0.1:$port/readyz" >/dev/null &&
 rps() { # mode, or path:/fixed/path
   local mode=$1 path=/api/v1/appointments
   if [[ $mode == path:* ]]; then path=${mode#path:}; mode=path; fi
-  BENCH_MODE=$mode BENCH_PATH=$path wrk -t2 -c"$conns" -d"${seconds}s" --timeout 10s -s bench/wrk/autoshop.lua "http://127.0.0.1:$port" 2>&1 \
-    | sed -n 's/^BENCH //p' | jq -r 'if .non2xx > 0 or .socket_errors > 0 then error("non-2xx answers") else .rps end'
+  wrk_round "$port" "$mode" "$path"
 }
 rps "$a" >/dev/null # warm-up, not counted
 sum=0

@@ -28,9 +28,7 @@ port=${BENCH_PORT:-18091}
 one() { # name: "req/s µs-per-request"
   local t0 t1 n
   t0=$(ticks "${pid_of[$1]}")
-  n=$(BENCH_MODE=$mode BENCH_PATH=$path wrk -t2 -c"$conns" -d"${seconds}s" --timeout 10s -s bench/wrk/autoshop.lua \
-    "http://127.0.0.1:${port_of[$1]}" 2>&1 | sed -n 's/^BENCH //p' \
-    | jq -r 'if .non2xx > 0 or .socket_errors > 0 then error("non-2xx answers") else .requests end')
+  n=$(wrk_round "${port_of[$1]}" "$mode" "$path" requests)
   t1=$(ticks "${pid_of[$1]}")
   echo "$((n / seconds)) $(((t1 - t0) * 1000000 / $(getconf CLK_TCK) / n))"
 }

@@ -1,6 +1,6 @@
-# Sourced by the paired benchmarks (ab.sh, outbox_http.sh): `use_dataset BACKEND DATASET` sets
-# `url` to the data set's database and exports what bench/wrk/autoshop.lua reads from its seed
-# file (the data set that bench/run.sh generates).
+# Sourced by the benchmark scripts (run.sh, ab.sh, ab_builds.sh, outbox_http.sh, post_cost.sh,
+# share.sh): `use_dataset BACKEND DATASET` sets `url` to the data set's database and exports what
+# bench/wrk/autoshop.lua reads from its seed file (the data set that bench/run.sh generates).
 use_dataset() {
   local backend=$1 dataset=$2 meta=bench/data/$1-$2.json
   [ -f "$meta" ] || { echo "bench: $meta is missing: run bench/run.sh once (BENCH_DATASETS=$dataset BENCH_BACKENDS=$backend)" >&2; exit 1; }
@@ -57,4 +57,15 @@ restore_url() {
         -c "CREATE DATABASE ${1##*/} TEMPLATE $copy STRATEGY FILE_COPY" >/dev/null
       psql "$1" -qc "CHECKPOINT" >/dev/null ;;
   esac
+}
+
+# `wrk_round PORT MODE PATH [FIELD]`: one round of bench/wrk/autoshop.lua against 127.0.0.1:PORT,
+# `conns` connections for `seconds` (the caller's settings); prints the summary's FIELD (`rps`,
+# or `requests`) and fails when any answer was not a 2xx, or when wrk gave no summary.
+wrk_round() {
+  local summary
+  summary=$(BENCH_MODE=$2 BENCH_PATH=$3 wrk -t2 -c"$conns" -d"${seconds}s" --timeout 10s -s bench/wrk/autoshop.lua \
+    "http://127.0.0.1:$1" 2>&1 | sed -n 's/^BENCH //p')
+  [ -n "$summary" ] || { echo "bench: wrk gave no summary (port $1, mode $2)" >&2; return 1; }
+  jq -r --arg field "${4:-rps}" 'if .non2xx > 0 or .socket_errors > 0 then error("non-2xx answers") else .[$field] end' <<<"$summary"
 }

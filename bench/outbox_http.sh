@@ -31,8 +31,7 @@ fi
 port=${BENCH_PORT:-18095}
 . bench/pair.sh
 rps() { # port: one round of POSTs
-  BENCH_MODE=post wrk -t2 -c"$conns" -d"${seconds}s" --timeout 10s -s bench/wrk/autoshop.lua "http://127.0.0.1:$1" 2>&1 \
-    | sed -n 's/^BENCH //p' | jq -r 'if .non2xx > 0 or .socket_errors > 0 then error("non-2xx answers") else .rps end'
+  wrk_round "$1" post /
 }
 appointments() { # how many the data set holds: every POST round adds some
   case $backend in

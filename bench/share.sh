@@ -22,15 +22,12 @@ use_dataset "$backend" "$dataset"
 
 cargo build --release --quiet --bin autoshop --example bench_static
 port=${BENCH_PORT:-18090}; static_port=$((port + 1))
+. bench/pair.sh
 work=$(mktemp -d)
-server=""; ceiling=""
-stop() { for pid in "$@"; do [ -n "$pid" ] && { kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; }; done; }
-trap 'stop "$server" "$ceiling"; rm -rf "$work"' EXIT
-ready() { for _ in $(seq 1 300); do curl -sf -o /dev/null "$1" && return; sleep 0.2; done; echo "share: $1 not ready" >&2; exit 1; }
-
-target/release/autoshop serve --rate-limit 0 --listen "127.0.0.1:$port" --database-url "$url" --log warn >"$work/server.log" 2>&1 &
-server=$!
-ready "http://127.0.0.1:$port/readyz"
+ceiling=""
+stop_ceiling() { [ -z "$ceiling" ] || { kill "$ceiling" 2>/dev/null || true; wait "$ceiling" 2>/dev/null || true; }; ceiling=""; }
+trap 'stop_ceiling; pair_stop; rm -rf "$work" "$pair_logs"' EXIT
+pair_start app target/release/autoshop "$port"
 
 # page -> "wrk-mode path target-percent sample-path"
 page_spec() {
@@ -46,23 +43,19 @@ page_spec() {
   esac
 }
 
-rps() { # port mode path
-  BENCH_MODE=$2 BENCH_PATH=$3 wrk -t2 -c"$conns" -d"${seconds}s" --timeout 10s -s bench/wrk/autoshop.lua "http://127.0.0.1:$1" 2>&1 \
-    | sed -n 's/^BENCH //p' | jq -r 'if .non2xx > 0 or .socket_errors > 0 then error("non-2xx answers") else .rps end'
-}
-
+for page in $pages; do page_spec "$page" >/dev/null; done # a misspelt page fails now, not minutes in
 for page in $pages; do
   spec=$(page_spec "$page")
   read -r mode path target sample <<< "$spec"
   curl -sf -H "Authorization: Bearer $BENCH_KEY" "http://127.0.0.1:$port$sample" -o "$work/body.json"
   target/release/examples/bench_static --listen "127.0.0.1:$static_port" --body "$work/body.json" >"$work/static.log" 2>&1 &
   ceiling=$!
-  ready "http://127.0.0.1:$static_port/"
-  rps "$port" "$mode" "$path" >/dev/null # warm-up, not counted
+  for _ in $(seq 1 300); do curl -sf -o /dev/null "http://127.0.0.1:$static_port/" && break; sleep 0.2; done
+  wrk_round "$port" "$mode" "$path" >/dev/null # warm-up, not counted
   sum=0
   for r in $(seq 1 "$rounds"); do
-    if [ $((r % 2)) = 1 ]; then app=$(rps "$port" "$mode" "$path"); top=$(rps "$static_port" path /); else
-      top=$(rps "$static_port" path /); app=$(rps "$port" "$mode" "$path"); fi
+    if [ $((r % 2)) = 1 ]; then app=$(wrk_round "$port" "$mode" "$path"); top=$(wrk_round "$static_port" path /); else
+      top=$(wrk_round "$static_port" path /); app=$(wrk_round "$port" "$mode" "$path"); fi
     share=$(echo "scale=2; 100 * $app / $top" | bc)
     sum=$(echo "scale=2; $sum + $share" | bc)
     printf 'share: %s %s round %d: %.0f req/s, static %.0f req/s (%s bytes): %s%%\n' \
@@ -71,5 +64,5 @@ for page in $pages; do
   mean=$(echo "scale=1; $sum / $rounds" | bc)
   printf 'share: %s %s: mean %s%% of static over %d rounds (target %s%%: %s)\n' "$backend" "$page" "$mean" "$rounds" "$target" \
     "$(echo "$mean >= $target" | bc | sed 's/1/met/; s/0/not met/')"
-  stop "$ceiling"; ceiling=""
+  stop_ceiling
 done
