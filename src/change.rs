@@ -349,7 +349,7 @@ impl Finish for LastStatements {
         let mut queued = 0;
         for values in self.events {
             let rows: Vec<EventRow> = sqlite::fetch_all(conn, &events::store::insert_returning(values))?;
-            for q in webhooks::enqueue_queries(self.company_id, &subscriptions, rows)? {
+            for q in webhooks::enqueue_queries(self.company_id, &subscriptions, rows, webhooks::store::WebhookLocks::None)? {
                 queued += sqlite::execute(conn, &q)? as usize;
             }
         }
@@ -367,7 +367,7 @@ impl Finish for LastStatements {
             let insert = events::store::insert_returning(values);
             let inserted = tx.fetch_all(&webhooks::store::inserted_with_subscriptions(lead.take(), insert, self.company_id)).await?;
             let (rows, subscriptions) = webhooks::store::InsertedEvent::split(inserted);
-            for q in webhooks::enqueue_queries(self.company_id, &subscriptions, rows)? {
+            for q in webhooks::enqueue_queries(self.company_id, &subscriptions, rows, webhooks::store::WebhookLocks::for_tx(tx))? {
                 queued += tx.execute(&q).await? as usize;
             }
         }

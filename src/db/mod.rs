@@ -455,6 +455,10 @@ impl Tx {
         }
     }
 
+    pub fn is_sqlite(&self) -> bool {
+        matches!(self, Tx::Sqlite(_))
+    }
+
     /// Whether [`Tx::commit_alone`] may run: on PostgreSQL before any statement began the
     /// transaction. (SQLite's writer commits a whole change in one hand-off already.)
     pub fn can_commit_alone(&self) -> bool {

@@ -156,7 +156,8 @@ async fn test_webhook(State(state): State<AppState>, Admin(caller): Admin, Path(
     let mut change = Change::begin(&state.db, caller.company_id).await?;
     let delivery = NewDelivery { webhook_id: webhook.id, event_id, event_type: "webhook.test".into(), payload: payload.to_string() };
     let row = store::enqueue(change.tx(), caller.company_id, &[delivery]).await?.pop();
-    let delivery = Delivery::from(row.ok_or_else(|| ApiError::Internal("queued delivery missing".into()))?);
+    // No row: the webhook was deleted since it was read.
+    let delivery = Delivery::from(row.ok_or_else(|| ApiError::not_found("Webhook"))?);
     change.replay_as(StatusCode::ACCEPTED, None, &delivery)?;
     change.commit().await?;
     wake_dispatcher();
@@ -182,7 +183,12 @@ async fn known_shops(state: &AppState, caller: &Caller, requested: Option<&[i64]
 
 /// The insert queueing a delivery of each new event to each enabled webhook that takes it (its
 /// patterns and shops), for the change's transaction; `None` when no webhook takes any.
-pub fn enqueue_queries(company_id: i64, subscriptions: &[store::Subscription], events: Vec<EventRow>) -> Result<Vec<Query>, DbError> {
+pub fn enqueue_queries(
+    company_id: i64,
+    subscriptions: &[store::Subscription],
+    events: Vec<EventRow>,
+    locks: store::WebhookLocks,
+) -> Result<Vec<Query>, DbError> {
     let mut deliveries = Vec::new();
     if subscriptions.is_empty() {
         return Ok(Vec::new());
@@ -203,7 +209,7 @@ pub fn enqueue_queries(company_id: i64, subscriptions: &[store::Subscription], e
             }
         }
     }
-    Ok(store::enqueue_queries(company_id, &deliveries))
+    Ok(store::enqueue_queries(company_id, &deliveries, locks))
 }
 
 static WAKE: LazyLock<std::sync::Arc<tokio::sync::Notify>> = LazyLock::new(Default::default);

@@ -240,39 +240,64 @@ pub struct NewDelivery {
     pub payload: String,
 }
 
-/// Queues deliveries due now, in the caller's transaction. Returns their rows.
+/// Queues deliveries due now, in the caller's transaction. Returns their rows: none for a
+/// webhook deleted meanwhile.
 pub async fn enqueue(tx: &mut Tx, company_id: i64, deliveries: &[NewDelivery]) -> Result<Vec<DeliveryRow>, DbError> {
     let mut rows = Vec::new();
-    for q in enqueue_queries(company_id, deliveries) {
+    for q in enqueue_queries(company_id, deliveries, WebhookLocks::for_tx(tx)) {
         rows.extend(tx.fetch_all::<DeliveryRow>(&q).await?);
     }
     Ok(rows)
 }
 
-/// Deliveries per `INSERT` (9 values each: under both databases' limits on placeholders).
+/// How the insert of deliveries keeps a webhook deleted beside it from failing the change.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum WebhookLocks {
+    /// PostgreSQL: another transaction may delete a webhook between the read that found it and
+    /// the insert, whose foreign key would then fail the whole change (a 500 for a write that
+    /// had nothing wrong with it). The insert takes a key-share lock on each webhook first
+    /// (the lock the foreign key's check takes anyway): one deleted meanwhile is skipped, and a
+    /// delete that comes later waits for this commit and then removes the new deliveries too.
+    KeyShare,
+    /// SQLite: its one writer runs the change alone; nothing can delete the webhook meanwhile.
+    None,
+}
+
+impl WebhookLocks {
+    pub fn for_tx(tx: &Tx) -> WebhookLocks {
+        if tx.is_sqlite() { WebhookLocks::None } else { WebhookLocks::KeyShare }
+    }
+}
+
+/// Deliveries per `INSERT` (6 values each: under both databases' limits on placeholders).
 const ENQUEUE_CHUNK: usize = 1000;
 
 /// The inserts of `deliveries` (one per [`ENQUEUE_CHUNK`]), returning their rows.
-pub fn enqueue_queries(company_id: i64, deliveries: &[NewDelivery]) -> Vec<Query> {
-    deliveries.chunks(ENQUEUE_CHUNK).filter_map(|chunk| enqueue_query(company_id, chunk)).collect()
+pub fn enqueue_queries(company_id: i64, deliveries: &[NewDelivery], locks: WebhookLocks) -> Vec<Query> {
+    deliveries.chunks(ENQUEUE_CHUNK).filter_map(|chunk| enqueue_query(company_id, chunk, locks)).collect()
 }
 
-/// The insert of `deliveries`, returning their rows; `None` when there are none.
-fn enqueue_query(company_id: i64, deliveries: &[NewDelivery]) -> Option<Query> {
+/// The insert of `deliveries` whose webhook still exists, returning their rows; `None` when
+/// there are none. (Both databases name a `VALUES` list's columns `column1`, `column2`...)
+fn enqueue_query(company_id: i64, deliveries: &[NewDelivery], locks: WebhookLocks) -> Option<Query> {
     if deliveries.is_empty() {
         return None;
     }
     let now = now_micros();
     let mut q = Query::new(
-        "INSERT INTO webhook_deliveries (company_id, webhook_id, event_id, event_type, payload, state, attempt, next_attempt_at, created_at, updated_at) VALUES ",
+        "INSERT INTO webhook_deliveries (company_id, webhook_id, event_id, event_type, payload, state, attempt, next_attempt_at, created_at, updated_at) \
+         SELECT column1, column2, column3, column4, column5, 'pending', 0, column6, column6, column6 FROM (VALUES ",
     );
     for (i, d) in deliveries.iter().enumerate() {
         q.push(if i == 0 { "(" } else { ", (" });
         q.push_bind(company_id).push(", ").push_bind(d.webhook_id).push(", ").push_bind(d.event_id.as_str()).push(", ");
-        q.push_bind(d.event_type.as_str()).push(", ").push_bind(d.payload.as_str()).push(", 'pending', 0, ");
-        q.push_bind(now).push(", ").push_bind(now).push(", ").push_bind(now).push(")");
+        q.push_bind(d.event_type.as_str()).push(", ").push_bind(d.payload.as_str()).push(", ").push_bind(now).push(")");
     }
-    q.push(&format!(" RETURNING {DELIVERY_COLUMNS}"));
+    q.push(") AS d WHERE EXISTS (SELECT 1 FROM webhooks w WHERE w.company_id = d.column1 AND w.id = d.column2");
+    if locks == WebhookLocks::KeyShare {
+        q.push(" FOR KEY SHARE");
+    }
+    q.push(&format!(") RETURNING {DELIVERY_COLUMNS}"));
     Some(q)
 }
 

@@ -4,7 +4,7 @@
 
 use std::{collections::BTreeSet, time::Duration};
 
-use autoshop::config::AppConfig;
+use autoshop::{config::AppConfig, db::Query};
 use serde_json::{Value, json};
 
 use crate::{
@@ -19,6 +19,7 @@ crate::backend_tests!(
     gone_disables_and_failures_give_up,
     test_ping_and_private_addresses_at_delivery,
     each_delivery_is_attempted_once_across_replicas,
+    changes_beside_webhook_deletes_never_fail,
 );
 
 /// Creates a webhook for `receiver` and gives the receiver its secret; returns the webhook id.
@@ -269,4 +270,61 @@ async fn each_delivery_is_attempted_once_across_replicas(backend: Backend) {
     assert_eq!(ids.len(), N, "every event delivered");
     assert_eq!(got_later.len(), N, "and each exactly once (no attempt repeated by another replica): {} deliveries", got_later.len());
     assert!(got.iter().all(|r| r.signature_ok));
+}
+
+/// A webhook deleted while changes are queuing its deliveries: every change still commits (on
+/// PostgreSQL the delete used to land between the read of the subscriptions and the insert of
+/// the deliveries, whose foreign key then failed the change with a 500), test pings answer 202
+/// or 404, and nothing of a deleted webhook is left behind. Two servers (replicas on
+/// PostgreSQL): creates and pings on both, deletes spread across the creates.
+async fn changes_beside_webhook_deletes_never_fail(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let key = app.admin_key.clone();
+    let shop = app.create_shop(&key, "Chicago", "America/Chicago").await;
+    let receiver = Receiver::start(200).await;
+    const HOOKS: usize = 24;
+    const CREATES: usize = 96;
+    let mut hooks = Vec::new();
+    for _ in 0..HOOKS {
+        hooks.push(subscribe(&app, &receiver, json!(["appointment.*"]), None).await);
+    }
+    let bases = [app.base.clone(), app.spawn_replica().await];
+    let mut tasks = Vec::new();
+    for n in 0..CREATES {
+        let (client, base, create_key) = (app.client.clone(), bases[n % 2].clone(), key.clone());
+        let b = body(shop, &format!("2030-02-{:02}T09:00:00-06:00", 1 + n % 28));
+        tasks.push(tokio::spawn(async move {
+            let r = client.post(format!("{base}/api/v1/appointments")).bearer_auth(&create_key).json(&b).send().await.unwrap();
+            let status = r.status().as_u16();
+            (status == 201).then_some(()).ok_or(format!("create: {status} {}", r.text().await.unwrap_or_default()))
+        }));
+        if n % (CREATES / HOOKS) == 0 {
+            let (client, base, key, hook) = (app.client.clone(), bases[(n + 1) % 2].clone(), key.clone(), hooks[n / (CREATES / HOOKS)]);
+            tasks.push(tokio::spawn(async move {
+                let ping = client.post(format!("{base}/api/v1/webhooks/{hook}/test")).bearer_auth(&key).send();
+                let delete = client.delete(format!("{base}/api/v1/webhooks/{hook}")).bearer_auth(&key).send();
+                let (ping, delete) = tokio::join!(ping, delete);
+                let (ping, delete) = (ping.unwrap().status().as_u16(), delete.unwrap().status().as_u16());
+                (delete == 204 && (ping == 202 || ping == 404)).then_some(()).ok_or(format!("webhook {hook}: delete {delete}, ping {ping}"))
+            }));
+        }
+    }
+    let mut failures = Vec::new();
+    for task in tasks {
+        if let Err(e) = task.await.unwrap() {
+            failures.push(e);
+        }
+    }
+    assert!(failures.is_empty(), "{} requests failed: {failures:?}", failures.len());
+    let list = app.get(&key, "/api/v1/webhooks").await;
+    assert_eq!(list.body["data"].as_array().map(Vec::len), Some(0), "{}", list.body);
+    let created = app.get(&key, &format!("/api/v1/appointments?filter[shop_id]={shop}&per_page=1")).await;
+    assert_eq!(created.body["meta"]["total"], CREATES, "{}", created.body);
+    for hook in hooks {
+        let r = app.get(&key, &format!("/api/v1/webhooks/{hook}/deliveries")).await;
+        assert_eq!(r.status, 404, "webhook {hook}: {}", r.body);
+    }
+    let count = Query::new("SELECT COUNT(*) FROM webhook_deliveries WHERE company_id = $1").bind(app.company_id);
+    let left = app.db.fetch_optional::<(i64,)>(&count).await.unwrap();
+    assert_eq!(left, Some((0,)), "deliveries of deleted webhooks left behind");
 }
