@@ -112,6 +112,18 @@ enum Statement {
     Count,
 }
 
+/// Whether PostgreSQL counts a term of a column with a grams index (migration 0018: `last_name`
+/// only) through that index rather than as the page finds it.
+fn counts_by_grams(term: &str) -> bool {
+    (1..=2).contains(&term.len())
+}
+
+/// Whether a list's total needs a `FROM ... WHERE ...` of its own ([`Statement::Count`]) rather
+/// than the page's.
+fn count_differs(db: &Db, filter: &CustomerFilter) -> bool {
+    !db.is_sqlite() && filter.last_name.as_deref().is_some_and(counts_by_grams)
+}
+
 /// The `FROM ... WHERE ...` of a list or an export: company first, then shops, then each filter.
 fn filtered(db: &Db, company_id: i64, shops: &ShopFilter, filter: &CustomerFilter, statement: Statement) -> Query {
     let mut q = Query::new("FROM customers WHERE company_id = $1").bind(company_id);
@@ -119,11 +131,11 @@ fn filtered(db: &Db, company_id: i64, shops: &ShopFilter, filter: &CustomerFilte
     if let Some(id) = filter.id {
         q.push(" AND id = ").push_bind(id);
     }
-    for (column, value) in [
-        ("first_name_key", &filter.first_name),
-        ("last_name_key", &filter.last_name),
-        ("address_key", &filter.address),
-        ("phone_digits", &filter.phone_digits),
+    for (column, value, has_grams) in [
+        ("first_name_key", &filter.first_name, false),
+        ("last_name_key", &filter.last_name, true),
+        ("address_key", &filter.address, false),
+        ("phone_digits", &filter.phone_digits, false),
     ] {
         if let Some(value) = value {
             // On SQLite a value of three characters or more is first looked up in the trigram
@@ -136,7 +148,7 @@ fn filtered(db: &Db, company_id: i64, shops: &ShopFilter, filter: &CustomerFilte
             }
             if db.is_sqlite() || has_trigram {
                 q.push(" AND ").push(column).push(" LIKE ").push_bind(crate::db::like_contains(value)).push(" ESCAPE '\\'");
-            } else if statement == Statement::Count && column == "last_name_key" && (1..=2).contains(&value.len()) {
+            } else if statement == Statement::Count && has_grams && counts_by_grams(value) {
                 // A term of one or two bytes (one or two ASCII characters, or one accented
                 // letter) is a substring of the name exactly when it is one of the name's
                 // characters or character pairs, which migration 0018 indexes: the count
@@ -168,9 +180,13 @@ pub async fn list(
     filter: &CustomerFilter,
     page: &PageRequest,
 ) -> Result<(Vec<CustomerRow>, i64), DbError> {
-    let (rows, _) = page_statements(COLUMNS, &filtered(db, company_id, shops, filter, Statement::Rows), page, "id");
+    let (rows, count) = page_statements(COLUMNS, &filtered(db, company_id, shops, filter, Statement::Rows), page, "id");
     if !filter.is_unfiltered() {
-        let count = filtered(db, company_id, shops, filter, Statement::Count).prefixed("SELECT COUNT(*) ");
+        let count = if count_differs(db, filter) {
+            filtered(db, company_id, shops, filter, Statement::Count).prefixed("SELECT COUNT(*) ")
+        } else {
+            count
+        };
         return fetch_page_with(db, &rows, &count, page).await;
     }
     // Nothing but the shops narrows the list: its total is the sum of the shops' counters
