@@ -6,6 +6,7 @@ use crate::support::{Backend, TestApp};
 crate::backend_tests!(
     shop_hours_replace_a_week_and_report_next_occurrences,
     shop_hours_reject_bad_weeks_and_keep_the_old_one,
+    shop_hours_written_together_keep_one_week,
     sources_start_with_defaults_and_filter,
     sources_admin_writes,
     shop_info_embeds_lists_on_request,
@@ -69,6 +70,43 @@ async fn shop_hours_replace_a_week_and_report_next_occurrences(backend: Backend)
 
     app.get(key, "/api/v1/settings/shop_hours?filter[shop_id]=999999").await.problem(404);
     app.get(key, "/api/v1/settings/shop_hours?filter[day]=1").await.problem(400);
+}
+
+/// Weeks of one shop written at the same time, on two servers (replicas on PostgreSQL): each
+/// write answers its own week, and the shop ends with exactly one of them, never a mix (each
+/// replaces the week by deleting the old intervals and inserting its own: without a lock a
+/// delete could miss the intervals another write was inserting, and both weeks stayed).
+async fn shop_hours_written_together_keep_one_week(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let key = app.admin_key.clone();
+    let shop = app.create_shop(&key, "Chicago", "America/Chicago").await;
+    let bases = [app.base.clone(), app.spawn_replica().await];
+    let week = |day: i64| vec![(day, "08:00".to_string(), "12:00".to_string()), (day, "13:00".to_string(), "17:00".to_string())];
+    let summary = |data: &Value| -> Vec<(i64, String, String)> {
+        data.as_array()
+            .unwrap()
+            .iter()
+            .map(|h| (h["day"].as_i64().unwrap(), h["open"].as_str().unwrap().into(), h["close"].as_str().unwrap().into()))
+            .collect()
+    };
+    for round in 0..12 {
+        let mut writers = Vec::new();
+        for day in 0..4i64 {
+            let (client, base, key) = (app.client.clone(), bases[(day as usize + round) % 2].clone(), key.clone());
+            let hours: Vec<Value> = week(day).into_iter().map(|(d, open, close)| json!({"day": d, "open": open, "close": close})).collect();
+            writers.push(tokio::spawn(async move {
+                let r = client.put(format!("{base}/api/v1/settings/shop_hours")).bearer_auth(&key).json(&json!({"shop_id": shop, "hours": hours})).send().await.unwrap();
+                (day, r.status().as_u16(), r.json::<Value>().await.unwrap_or_default())
+            }));
+        }
+        for w in writers {
+            let (day, status, body) = w.await.unwrap();
+            assert_eq!(status, 200, "round {round}, week {day}: {body}");
+            assert_eq!(summary(&body["data"]), week(day), "round {round}: a write answers its own week");
+        }
+        let stored = summary(&app.get(&key, &format!("/api/v1/settings/shop_hours?filter[shop_id]={shop}")).await.ok()["data"]);
+        assert!((0..4).any(|day| stored == week(day)), "round {round}: the shop holds {stored:?}, not one of the weeks written");
+    }
 }
 
 async fn shop_hours_reject_bad_weeks_and_keep_the_old_one(backend: Backend) {
