@@ -459,6 +459,17 @@ impl Tx {
         matches!(self, Tx::Sqlite(_))
     }
 
+    /// Makes the writers of what row `id` of `table` owns (a shop's week, a bay's holds) wait
+    /// for one another until commit: on PostgreSQL a `FOR NO KEY UPDATE` lock on the row, which
+    /// leaves inserts referencing it alone; SQLite's one writer runs them one at a time already.
+    pub async fn lock_row(&mut self, table: &'static str, company_id: i64, id: i64) -> Result<(), DbError> {
+        if !self.is_sqlite() {
+            let q = Query::new(format!("SELECT id FROM {table} WHERE company_id = $1 AND id = $2 FOR NO KEY UPDATE")).bind(company_id).bind(id);
+            self.fetch_optional::<(i64,)>(&q).await?;
+        }
+        Ok(())
+    }
+
     /// Whether [`Tx::commit_alone`] may run: on PostgreSQL before any statement began the
     /// transaction. (SQLite's writer commits a whole change in one hand-off already.)
     pub fn can_commit_alone(&self) -> bool {

@@ -86,14 +86,10 @@ pub async fn appointment_overlaps(tx: &mut Tx, company_id: i64, shop_id: i64, ba
 /// already). The exclusion constraint alone is the guarantee, but two transactions inserting
 /// overlapping holds at once each wait in the constraint's check for the other's tuple: a
 /// deadlock, which PostgreSQL breaks after a second by failing one of them. With the bay's row
-/// locked first, the second writer waits here and then meets the committed hold. `FOR NO KEY
-/// UPDATE` leaves appointment inserts referencing the bay alone.
+/// locked first ([`Tx::lock_row`]), the second writer waits here and then meets the committed
+/// hold.
 pub async fn lock_bay(tx: &mut Tx, company_id: i64, bay_id: i64) -> Result<(), DbError> {
-    if matches!(tx, Tx::Postgres(_)) {
-        let q = Query::new("SELECT id FROM bays WHERE company_id = $1 AND id = $2 FOR NO KEY UPDATE").bind(company_id).bind(bay_id);
-        tx.fetch_optional::<(i64,)>(&q).await?;
-    }
-    Ok(())
+    tx.lock_row("bays", company_id, bay_id).await
 }
 
 /// Inserts `h` as a live hold (its `id` and `state` are the database's) and returns the stored

@@ -19,16 +19,12 @@ pub async fn for_shops(db: &Db, company_id: i64, shops: &ShopFilter) -> Result<V
 /// Replaces a shop's week inside the caller's transaction: either the whole new week is stored
 /// or nothing changes.
 ///
-/// On PostgreSQL the shop's row is locked first, so weeks written at once replace each other
-/// in turn: without it, a second write's `DELETE`, waiting on the first's deleted rows, ran on
-/// a snapshot that missed the first's inserted ones, and the shop kept both weeks (SQLite's one
-/// writer runs them one after the other already). `FOR NO KEY UPDATE` leaves inserts that
-/// reference the shop (appointments, customers) alone.
+/// The shop's row is locked first ([`Tx::lock_row`]), so weeks written at once replace each
+/// other in turn: without it, on PostgreSQL a second write's `DELETE`, waiting on the first's
+/// deleted rows, ran on a snapshot that missed the first's inserted ones, and the shop kept
+/// both weeks.
 pub async fn replace_week(tx: &mut Tx, company_id: i64, shop_id: i64, week: &[Interval]) -> Result<(), DbError> {
-    if !tx.is_sqlite() {
-        let lock = Query::new("SELECT id FROM shops WHERE company_id = $1 AND id = $2 FOR NO KEY UPDATE").bind(company_id).bind(shop_id);
-        tx.fetch_optional::<(i64,)>(&lock).await?;
-    }
+    tx.lock_row("shops", company_id, shop_id).await?;
     tx.execute(&Query::new("DELETE FROM shop_hours WHERE company_id = $1 AND shop_id = $2").bind(company_id).bind(shop_id))
         .await?;
     for (day, open, close) in week {
