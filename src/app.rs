@@ -1,6 +1,10 @@
 //! Application state, router assembly and the middleware stack.
 
-use std::time::Duration;
+use std::{
+    panic::AssertUnwindSafe,
+    task::Poll,
+    time::Duration,
+};
 
 use axum::{
     Json, Router,
@@ -11,7 +15,6 @@ use axum::{
     routing::get,
 };
 use tower_http::{
-    catch_panic::CatchPanicLayer,
     compression::CompressionLayer,
     request_id::{PropagateRequestIdLayer, SetRequestIdLayer},
     sensitive_headers::SetSensitiveRequestHeadersLayer,
@@ -86,11 +89,7 @@ pub fn openapi_document() -> utoipa::openapi::OpenApi {
 pub fn build(db: Db, config: AppConfig) -> Router {
     let state = AppState::new(db, config);
     let (api, doc) = api_routes().split_for_parts();
-    // Layers run outside in: the key is checked, then the Idempotency-Key, then If-None-Match.
-    let api = api
-        .route_layer(middleware::from_fn(crate::conditional::not_modified))
-        .route_layer(middleware::from_fn_with_state(state.clone(), crate::idempotency::middleware))
-        .route_layer(middleware::from_fn_with_state(state.clone(), auth::require_key));
+    let api = api.route_layer(middleware::from_fn_with_state(state.clone(), api_checks));
     let doc = openapi::finish(doc);
     let timeout = state.config.request_timeout;
     let body_limit = state.config.max_body_bytes;
@@ -109,17 +108,25 @@ pub fn build(db: Db, config: AppConfig) -> Router {
     with_middleware(routes, timeout, body_limit)
 }
 
+/// The checks of every `/api/v1` resource route, in order: the key (401, 429), the
+/// `Idempotency-Key` (a replay instead of running again), `If-None-Match` (a 304). One
+/// middleware runs the three, as [`guard`] does around every route: each layer made with
+/// `from_fn` clones and boxes the service behind it on every request.
+async fn api_checks(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    auth::require_key(&state, request, |request| {
+        crate::idempotency::replay_or_run(&state, request, |request| crate::conditional::honour_if_none_match(request, |request| next.run(request)))
+    })
+    .await
+}
+
 /// The stack every request goes through (each layer wraps the ones above it): body limit,
-/// deadline, panic catching, one error format for all of them, gzip, metrics, tracing, request id.
+/// [`guard`] (metrics, one error format, panics caught, deadline), gzip, tracing, request id.
 fn with_middleware(routes: Router, timeout: Duration, body_limit: usize) -> Router {
     routes
         .layer(DefaultBodyLimit::max(body_limit))
-        .layer(middleware::from_fn_with_state(timeout, deadline))
-        .layer(CatchPanicLayer::new())
-        .layer(middleware::from_fn(problem_for_bare_errors))
+        .layer(middleware::from_fn_with_state(timeout, guard))
         // Pages of JSON shrink several times over for clients that send `Accept-Encoding: gzip`.
         .layer(CompressionLayer::new().gzip(true))
-        .layer(middleware::from_fn(crate::http_metrics::middleware))
         .layer(TraceLayer::new_for_http())
         // Keys never reach logs, even with header logging turned on.
         .layer(SetSensitiveRequestHeadersLayer::new([header::AUTHORIZATION]))
@@ -127,17 +134,40 @@ fn with_middleware(routes: Router, timeout: Duration, body_limit: usize) -> Rout
         .layer(SetRequestIdLayer::x_request_id(crate::request_id::MakeProcessRequestId))
 }
 
+/// Around every route: the request's metrics, then one error format for every answer, a 500
+/// for a panic, and the deadline.
+async fn guard(State(limit): State<Duration>, request: Request, next: Next) -> Response {
+    crate::http_metrics::measured(request, |request| async move {
+        let answer = catch_panic(within_deadline(limit, next.run(request))).await;
+        problem_for_bare_errors(answer)
+    })
+    .await
+}
+
 /// Answers 503 with `Retry-After` when the request (reading its body included) runs past the
 /// deadline, instead of leaving the client waiting. A response that has started streaming (the
 /// event stream) is not cut: the deadline covers the work before the first byte.
-async fn deadline(State(limit): State<Duration>, request: Request, next: Next) -> Response {
-    match tokio::time::timeout(limit, next.run(request)).await {
+async fn within_deadline(limit: Duration, answer: impl Future<Output = Response>) -> Response {
+    match tokio::time::timeout(limit, answer).await {
         Ok(response) => response,
         Err(_) => {
             tracing::warn!(limit_secs = limit.as_secs_f64(), "request cut off at its deadline");
             ApiError::TimedOut.into_response()
         }
     }
+}
+
+/// The answer, or a 500 when computing it panics: the panic ends this request, not the
+/// connection or the worker thread (the panic's message goes to the log through the panic hook).
+async fn catch_panic(answer: impl Future<Output = Response>) -> Response {
+    let mut answer = std::pin::pin!(answer);
+    let polled = std::future::poll_fn(|cx| match std::panic::catch_unwind(AssertUnwindSafe(|| answer.as_mut().poll(cx))) {
+        Ok(Poll::Ready(response)) => Poll::Ready(Ok(response)),
+        Ok(Poll::Pending) => Poll::Pending,
+        Err(panic) => Poll::Ready(Err(panic)),
+    })
+    .await;
+    polled.unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
 }
 
 async fn not_found() -> Response {
@@ -151,8 +181,7 @@ async fn method_not_allowed() -> Response {
 
 /// Turns any error response that is not already problem+json (a timeout, a caught panic, a
 /// framework rejection) into one, so clients see a single error format.
-async fn problem_for_bare_errors(request: Request, next: Next) -> Response {
-    let response = next.run(request).await;
+fn problem_for_bare_errors(response: Response) -> Response {
     let status = response.status();
     let is_problem = response
         .headers()

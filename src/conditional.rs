@@ -191,17 +191,23 @@ fn precondition_failed() -> ApiError {
     )
 }
 
-/// `If-None-Match` on a `GET`: a 200 whose `ETag` matches becomes a 304 carrying that `ETag`.
+/// Middleware answering `If-None-Match` (see [`honour_if_none_match`]).
 pub async fn not_modified(request: Request, next: Next) -> Response {
+    honour_if_none_match(request, |request| next.run(request)).await
+}
+
+/// `If-None-Match` on a `GET`: a 200 from `next` whose `ETag` matches becomes a 304 carrying
+/// that `ETag`.
+pub async fn honour_if_none_match<F: Future<Output = Response>>(request: Request, next: impl FnOnce(Request) -> F) -> Response {
     if request.method() != Method::GET || !request.headers().contains_key(header::IF_NONE_MATCH) {
-        return next.run(request).await;
+        return next(request).await;
     }
     let condition = match TagList::from_headers(request.headers(), header::IF_NONE_MATCH) {
         Ok(Some(condition)) => condition,
-        Ok(None) => return next.run(request).await,
+        Ok(None) => return next(request).await,
         Err(e) => return e.into_response(),
     };
-    let response = next.run(request).await;
+    let response = next(request).await;
     let current = response.headers().get(header::ETAG).and_then(|v| v.to_str().ok());
     match current {
         Some(tag) if response.status() == StatusCode::OK && condition.matches_weakly(tag) => {

@@ -14,7 +14,6 @@ use std::{
 use axum::{
     extract::{MatchedPath, Request},
     http::Method,
-    middleware::Next,
     response::Response,
 };
 use metrics::{Counter, Histogram};
@@ -66,11 +65,12 @@ fn record(route: &str, method: &'static str, status: u16, seconds: f64) {
     }
 }
 
-pub async fn middleware(request: Request, next: Next) -> Response {
+/// Runs `next` and records its response's status and how long it took.
+pub async fn measured<F: Future<Output = Response>>(request: Request, next: impl FnOnce(Request) -> F) -> Response {
     let started = Instant::now();
     let route = request.extensions().get::<MatchedPath>().cloned();
     let method = method_name(request.method());
-    let response = next.run(request).await;
+    let response = next(request).await;
     let route = route.as_ref().map_or("unmatched", MatchedPath::as_str);
     record(route, method, response.status().as_u16(), started.elapsed().as_secs_f64());
     response

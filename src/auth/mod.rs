@@ -8,9 +8,8 @@ pub use cache::{KeyCache, REVOCATION_CHANNEL, forget_key, revocations};
 use std::time::Instant;
 
 use axum::{
-    extract::{FromRequestParts, Request, State},
+    extract::{FromRequestParts, Request},
     http::{HeaderName, HeaderValue, request::Parts},
-    middleware::Next,
     response::{IntoResponse, Response},
 };
 use serde::{Deserialize, Serialize};
@@ -196,11 +195,12 @@ async fn authenticate_request(state: &AppState, header: Option<&str>) -> Result<
     Ok(caller)
 }
 
-/// Middleware on every `/api/v1` resource route: authenticates the key (401), applies its rate
-/// limit (429), and reports the limit on the response.
-pub async fn require_key(State(state): State<AppState>, mut request: Request, next: Next) -> Response {
+/// What every `/api/v1` resource route checks first: authenticates the key (401), applies its
+/// rate limit (429), runs `next` with the [`Caller`] in the request's extensions, and reports
+/// the limit on the response.
+pub async fn require_key<F: Future<Output = Response>>(state: &AppState, mut request: Request, next: impl FnOnce(Request) -> F) -> Response {
     let header = request.headers().get(axum::http::header::AUTHORIZATION).and_then(|v| v.to_str().ok());
-    let caller = match authenticate_request(&state, header).await {
+    let caller = match authenticate_request(state, header).await {
         Ok(caller) => caller,
         Err(e) => return e.into_response(),
     };
@@ -209,7 +209,7 @@ pub async fn require_key(State(state): State<AppState>, mut request: Request, ne
         Some(d) if !d.allowed => ApiError::RateLimited { retry_after_secs: d.retry_after_secs }.into_response(),
         _ => {
             request.extensions_mut().insert(caller);
-            next.run(request).await
+            next(request).await
         }
     };
     if let Some(d) = decision {

@@ -16,9 +16,8 @@ use std::{
 
 use axum::{
     body::{Body, to_bytes},
-    extract::{Request, State},
+    extract::Request,
     http::{HeaderValue, Method, StatusCode, header},
-    middleware::Next,
     response::{IntoResponse, Response},
 };
 use sha2::{Digest, Sha256};
@@ -78,18 +77,21 @@ pub fn valid_key(raw: &[u8]) -> bool {
     (1..=255).contains(&raw.len()) && raw.iter().all(|b| (b'!'..=b'~').contains(b))
 }
 
-pub async fn middleware(State(state): State<AppState>, request: Request, next: Next) -> Response {
+/// Runs a request through its `Idempotency-Key`: a `POST` with a key runs `next` once and stores
+/// its answer, or gets the stored answer (or a 409 or 422) without running it; any other request
+/// runs `next` as it is.
+pub async fn replay_or_run<F: Future<Output = Response>>(state: &AppState, request: Request, next: impl FnOnce(Request) -> F) -> Response {
     if request.method() != Method::POST {
-        return next.run(request).await;
+        return next(request).await;
     }
     let Some(raw) = request.headers().get(HEADER).cloned() else {
-        return next.run(request).await;
+        return next(request).await;
     };
     if !valid_key(raw.as_bytes()) {
         return ApiError::BadRequest("The Idempotency-Key header must be 1 to 255 characters from ! to ~ (no spaces).".into()).into_response();
     }
     let Some(caller) = request.extensions().get::<Caller>().cloned() else {
-        return next.run(request).await;
+        return next(request).await;
     };
     let limit = state.config.body_limit_for(request.uri().path());
     let (parts, body) = request.into_parts();
@@ -124,7 +126,7 @@ pub async fn middleware(State(state): State<AppState>, request: Request, next: N
         Ok(Reservation::Reserved(claim)) => {
             let slot = Slot { scope, fingerprint, expires_at, completed: Arc::default(), answered_elsewhere: Arc::default() };
             let request = Request::from_parts(parts, Body::from(bytes));
-            let response = SLOT.scope(slot.clone(), next.run(request)).await;
+            let response = SLOT.scope(slot.clone(), next(request)).await;
             // A claim is let go only now, after the request's commit.
             let response = settle(&state.db, &slot, response).await;
             drop(claim);
