@@ -5,6 +5,8 @@ use std::collections::BTreeMap;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 
+use autoshop::config::AppConfig;
+
 use crate::{
     appointments::body,
     support::{Backend, TestApp},
@@ -15,6 +17,7 @@ crate::backend_tests!(
     replicas_racing_on_many_keys_write_each_once,
     replays_mismatches_and_failures,
     stored_answers_never_hold_secrets,
+    route_checks_run_key_then_idempotency_key_then_condition,
 );
 
 async fn keyed_post(app: &TestApp, key: &str, path: &str, idem: &str, body: &Value) -> (StatusCode, reqwest::header::HeaderMap, String) {
@@ -234,4 +237,42 @@ async fn stored_answers_never_hold_secrets(backend: Backend) {
     let (_, _, again) = keyed_post(&app, key, "/api/v1/webhooks", "new-hook", &hook).await;
     assert_eq!(serde_json::from_str::<Value>(&again).unwrap()["secret"], Value::Null);
     assert_eq!(app.get(key, "/api/v1/webhooks").await.ok()["meta"]["total"], 1);
+}
+
+/// The checks every `/api/v1` route runs before its handler (`app::api_checks`), in their order:
+/// the API key, then the `Idempotency-Key`, then `If-None-Match`; the key's rate limit is
+/// reported on the answers of the later two.
+async fn route_checks_run_key_then_idempotency_key_then_condition(backend: Backend) {
+    let config = AppConfig { rate_limit: 0.5, rate_limit_burst: 20.0, ..crate::support::test_config() };
+    let app = TestApp::spawn_with(backend, config).await;
+    let key = &app.admin_key;
+    let shop = app.create_shop(key, "Chicago", "America/Chicago").await;
+    let b = body(shop, "2030-01-07T09:00:00-06:00");
+
+    // A wrong API key is a 401 before the malformed Idempotency-Key is looked at.
+    let (status, _, _) = keyed_post(&app, "not-a-key", "/api/v1/appointments", "has space", &b).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    // With a right one, the malformed Idempotency-Key is a 400 that reports the limit.
+    let (status, headers, _) = keyed_post(&app, key, "/api/v1/appointments", "has space", &b).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert!(headers.get("ratelimit-remaining").is_some());
+
+    // A replay is answered by the Idempotency-Key's check, and still reports the limit.
+    let (status, _, first) = keyed_post(&app, key, "/api/v1/appointments", "in-order", &b).await;
+    assert_eq!(status, StatusCode::CREATED, "{first}");
+    let (status, headers, again) = keyed_post(&app, key, "/api/v1/appointments", "in-order", &b).await;
+    assert_eq!((status, &again), (StatusCode::CREATED, &first));
+    assert!(headers.get("idempotent-replayed").is_some());
+    let remaining: u32 = headers["ratelimit-remaining"].to_str().unwrap().parse().unwrap();
+
+    // If-None-Match runs last: a 304 for the current ETag, which also reports the limit.
+    let id = serde_json::from_str::<Value>(&first).unwrap()["appointment_id"].as_i64().unwrap();
+    let url = format!("{}/api/v1/appointments/{id}", app.base);
+    let current = app.client.get(&url).bearer_auth(key).send().await.unwrap();
+    let etag = current.headers()["etag"].clone();
+    let cached = app.client.get(&url).bearer_auth(key).header("if-none-match", etag.clone()).send().await.unwrap();
+    assert_eq!(cached.status(), StatusCode::NOT_MODIFIED);
+    assert_eq!(cached.headers()["etag"], etag);
+    let after: u32 = cached.headers()["ratelimit-remaining"].to_str().unwrap().parse().unwrap();
+    assert!(after < remaining, "the 304 counted against the limit: {after} after {remaining}");
 }
