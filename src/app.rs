@@ -1,10 +1,6 @@
 //! Application state, router assembly and the middleware stack.
 
-use std::{
-    panic::AssertUnwindSafe,
-    task::Poll,
-    time::Duration,
-};
+use std::{panic::AssertUnwindSafe, time::Duration};
 
 use axum::{
     Json, Router,
@@ -14,6 +10,7 @@ use axum::{
     response::{IntoResponse, Response},
     routing::get,
 };
+use futures_util::FutureExt;
 use tower_http::{
     compression::CompressionLayer,
     request_id::{PropagateRequestIdLayer, SetRequestIdLayer},
@@ -160,14 +157,7 @@ async fn within_deadline(limit: Duration, answer: impl Future<Output = Response>
 /// The answer, or a 500 when computing it panics: the panic ends this request, not the
 /// connection or the worker thread (the panic's message goes to the log through the panic hook).
 async fn catch_panic(answer: impl Future<Output = Response>) -> Response {
-    let mut answer = std::pin::pin!(answer);
-    let polled = std::future::poll_fn(|cx| match std::panic::catch_unwind(AssertUnwindSafe(|| answer.as_mut().poll(cx))) {
-        Ok(Poll::Ready(response)) => Poll::Ready(Ok(response)),
-        Ok(Poll::Pending) => Poll::Pending,
-        Err(panic) => Poll::Ready(Err(panic)),
-    })
-    .await;
-    polled.unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
+    AssertUnwindSafe(answer).catch_unwind().await.unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
 }
 
 async fn not_found() -> Response {
