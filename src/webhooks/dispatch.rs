@@ -130,7 +130,7 @@ impl Resolve for GuardedResolver {
 
 async fn attempt(db: &Db, client: &Client, settings: &DeliverySettings, delivery: Claimed) {
     let started = Instant::now();
-    let target = match store::target(db, delivery.company_id, delivery.webhook_id).await {
+    let target = match store::target(db, &delivery).await {
         Ok(t) => t,
         Err(e) => {
             // The lease runs out and the delivery is tried again.
@@ -139,7 +139,7 @@ async fn attempt(db: &Db, client: &Client, settings: &DeliverySettings, delivery
         }
     };
     let outcome = match target {
-        None => return, // deleted with its deliveries
+        None => return, // deleted with its deliveries, or claimed again since
         Some(t) if !t.enabled => final_failure(None, "the webhook is disabled", started),
         Some(t) => send(client, settings, &delivery, &t.url, &t.secret, started).await,
     };

@@ -363,9 +363,21 @@ pub struct Target {
     pub enabled: bool,
 }
 
-pub async fn target(db: &Db, company_id: i64, webhook_id: i64) -> Result<Option<Target>, DbError> {
-    let q = Query::new("SELECT url, secret, enabled FROM webhooks WHERE company_id = $1 AND id = $2").bind(company_id).bind(webhook_id);
-    db.fetch_optional(&q).await
+/// The webhook of a claimed attempt, read through the delivery: `None` when the delivery is gone
+/// (its webhook was deleted) or no longer this attempt's (another claim took it after the lease
+/// ran out). On SQLite a deleted webhook's id, and its deliveries' ids, can be given to the next
+/// rows created: the event id and the attempt number tell this delivery from a newer one.
+pub async fn target(db: &Db, claimed: &Claimed) -> Result<Option<Target>, DbError> {
+    let q = Query::new(
+        "SELECT w.url, w.secret, w.enabled FROM webhook_deliveries d JOIN webhooks w ON w.company_id = d.company_id AND w.id = d.webhook_id \
+         WHERE d.company_id = $1 AND d.id = $2 AND d.webhook_id = $3 AND d.event_id = $4 AND d.attempt = $5 AND d.state = 'pending'",
+    );
+    db.fetch_optional(&of_attempt(q, claimed)).await
+}
+
+/// Binds `$1`-`$5` of a statement that names one claimed attempt (see [`target`]).
+fn of_attempt(q: Query, claimed: &Claimed) -> Query {
+    q.bind(claimed.company_id).bind(claimed.id).bind(claimed.webhook_id).bind(claimed.event_id.clone()).bind(claimed.attempt)
 }
 
 /// How an attempt ended.
@@ -390,19 +402,22 @@ pub async fn record_attempt(db: &Db, claimed: &Claimed, outcome: &Outcome, disab
         (false, None) => "failed",
     };
     let mut tx = db.begin().await?;
+    // Only onto the attempt claimed: an attempt that outlived its lease, or whose delivery was
+    // deleted and its id given to another, leaves the newer delivery's state alone.
     let q = Query::new(
-        "UPDATE webhook_deliveries SET state = $3, next_attempt_at = $4, status_code = $5, error = $6, duration_ms = $7, updated_at = $8 \
-         WHERE company_id = $1 AND id = $2",
-    )
-    .bind(claimed.company_id)
-    .bind(claimed.id)
-    .bind(state)
-    .bind(outcome.retry_at)
-    .bind(outcome.status_code)
-    .bind(outcome.error.clone())
-    .bind(outcome.duration_ms)
-    .bind(now);
-    tx.execute(&q).await?;
+        "UPDATE webhook_deliveries SET state = $6, next_attempt_at = $7, status_code = $8, error = $9, duration_ms = $10, updated_at = $11 \
+         WHERE company_id = $1 AND id = $2 AND webhook_id = $3 AND event_id = $4 AND attempt = $5 AND state = 'pending'",
+    );
+    let q = of_attempt(q, claimed)
+        .bind(state)
+        .bind(outcome.retry_at)
+        .bind(outcome.status_code)
+        .bind(outcome.error.clone())
+        .bind(outcome.duration_ms)
+        .bind(now);
+    if tx.execute(&q).await? == 0 {
+        return tx.commit().await;
+    }
     let webhook = if outcome.succeeded {
         Query::new("UPDATE webhooks SET failing_since = NULL WHERE company_id = $1 AND id = $2 AND failing_since IS NOT NULL")
             .bind(claimed.company_id)

@@ -28,6 +28,8 @@ struct Shared {
     /// Statuses to answer with, in order; then `then`.
     script: VecDeque<u16>,
     then: u16,
+    /// How long to wait before answering.
+    delay: Duration,
     received: Vec<Received>,
 }
 
@@ -50,6 +52,12 @@ impl Receiver {
 
     pub fn set_secret(&self, secret: &str) {
         self.shared.lock().unwrap().secret = Some(secret.to_owned());
+    }
+
+    /// Answers every later delivery only after `delay` (a slow receiver; the delivery counts as
+    /// received when it arrives).
+    pub fn delay(&self, delay: Duration) {
+        self.shared.lock().unwrap().delay = delay;
     }
 
     pub fn script(&self, statuses: &[u16]) {
@@ -87,15 +95,18 @@ pub fn verify(secret: &str, id: &str, timestamp: &str, body: &[u8], header: &str
 async fn receive(State(shared): State<Arc<Mutex<Shared>>>, headers: HeaderMap, body: Bytes) -> StatusCode {
     let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).unwrap_or("").to_owned();
     let (id, timestamp, signature) = (header("webhook-id"), header("webhook-timestamp"), header("webhook-signature"));
-    let mut shared = shared.lock().unwrap();
-    let signature_ok = shared.secret.as_deref().is_some_and(|s| verify(s, &id, &timestamp, &body, &signature))
-        && header("content-type") == "application/json";
-    shared.received.push(Received {
-        webhook_id: id,
-        timestamp: timestamp.parse().unwrap_or(0),
-        signature_ok,
-        body: serde_json::from_slice(&body).unwrap_or(Value::Null),
-    });
-    let status = shared.script.pop_front().unwrap_or(shared.then);
+    let (status, delay) = {
+        let mut shared = shared.lock().unwrap();
+        let signature_ok = shared.secret.as_deref().is_some_and(|s| verify(s, &id, &timestamp, &body, &signature))
+            && header("content-type") == "application/json";
+        shared.received.push(Received {
+            webhook_id: id,
+            timestamp: timestamp.parse().unwrap_or(0),
+            signature_ok,
+            body: serde_json::from_slice(&body).unwrap_or(Value::Null),
+        });
+        (shared.script.pop_front().unwrap_or(shared.then), shared.delay)
+    };
+    tokio::time::sleep(delay).await;
     StatusCode::from_u16(status).unwrap()
 }

@@ -20,6 +20,7 @@ crate::backend_tests!(
     test_ping_and_private_addresses_at_delivery,
     each_delivery_is_attempted_once_across_replicas,
     changes_beside_webhook_deletes_never_fail,
+    a_late_attempt_leaves_a_newer_delivery_alone,
 );
 
 /// Creates a webhook for `receiver` and gives the receiver its secret; returns the webhook id.
@@ -327,4 +328,43 @@ async fn changes_beside_webhook_deletes_never_fail(backend: Backend) {
     let count = Query::new("SELECT COUNT(*) FROM webhook_deliveries WHERE company_id = $1").bind(app.company_id);
     let left = app.db.fetch_optional::<(i64,)>(&count).await.unwrap();
     assert_eq!(left, Some((0,)), "deliveries of deleted webhooks left behind");
+}
+
+/// An attempt that ends after its webhook was deleted records nothing: on SQLite the next
+/// webhook and delivery created take the deleted ones' ids, and the late answer (a 200) used to
+/// be written over the new delivery, which then showed as delivered though its receiver had only
+/// ever failed.
+async fn a_late_attempt_leaves_a_newer_delivery_alone(backend: Backend) {
+    // Counts attempts exactly: a database of its own (see `gone_disables_and_failures_give_up`).
+    let app = TestApp::spawn_isolated(backend, test_config()).await;
+    let key = &app.admin_key;
+    let shop = app.create_shop(key, "Chicago", "America/Chicago").await;
+    let slow = Receiver::start(200).await;
+    slow.delay(Duration::from_secs(3));
+    let deleted = subscribe(&app, &slow, json!(["bay.*"]), None).await;
+    app.create_bay(key, shop, "Lift 1", 0).await;
+    slow.wait_for(1, 30).await;
+    assert_eq!(app.delete(key, &format!("/api/v1/webhooks/{deleted}")).await.status, 204, "deleted while its attempt waits for an answer");
+
+    let failing = Receiver::start(500).await;
+    let hook = subscribe(&app, &failing, json!(["bay.*"]), None).await;
+    if backend == Backend::Sqlite {
+        assert_eq!(hook, deleted, "the case under test: SQLite gives the deleted webhook's id to the next one");
+    }
+    app.create_bay(key, shop, "Lift 2", 1).await;
+    // Four attempts 0.3 s apart (the test servers' retries), all failed, before the slow one answers.
+    let log_path = format!("/api/v1/webhooks/{hook}/deliveries");
+    eventually(&app, &log_path, |b| b["data"][0]["state"] == "failed").await;
+    tokio::time::sleep(Duration::from_secs(4)).await; // the slow receiver has answered 200 by now
+    let log = app.get(key, &log_path).await;
+    let entry = &log.body["data"][0];
+    assert_eq!(
+        (entry["state"].clone(), entry["attempt"].clone(), entry["status_code"].clone()),
+        (json!("failed"), json!(4), json!(500)),
+        "the late answer of the deleted webhook's attempt changed this delivery: {}",
+        log.body
+    );
+    assert_eq!(entry["event_type"], "bay.created");
+    assert_eq!(failing.received().len(), 4);
+    assert_eq!(slow.received().len(), 1);
 }
