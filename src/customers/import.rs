@@ -58,6 +58,9 @@ struct Row {
     number: usize,
     fields: CustomerFields,
     updates: Option<i64>,
+    /// Its `shop_id` is still to be checked against the company and the key's shops, as
+    /// `POST` and `PUT` check theirs (a new shop, read without error).
+    check_shop: bool,
 }
 
 /// Validates the whole file, then writes it in one transaction with an event per customer.
@@ -104,9 +107,14 @@ pub async fn run(db: &Db, caller: &Caller, file: &[u8], options: ImportOptions) 
             }
             None => None,
         };
+        for (name, _) in header.iter().zip(&cells).filter(|(_, cell)| cell.contains('\0')) {
+            // No database stores a NUL in text (PostgreSQL refuses it), as for a JSON body.
+            row_errors.add(name, format!("The {name} field must not contain NUL characters."));
+        }
         let body = row_body(&header, &cells, options.shop_id);
         let input: CustomerInput = serde_json::from_value(Value::Object(body)).unwrap_or_default();
         let (fields, reader) = input::read(input, updates.map(|c| c.fields.clone()));
+        let check_shop = !reader.errors.has("shop_id") && updates.is_none_or(|c| c.fields.shop_id != fields.shop_id);
         row_errors.absorb("", reader.errors);
         if !fields.customer_number.is_empty() {
             if let Some(first) = seen_numbers.insert(fields.customer_number.clone(), number) {
@@ -114,7 +122,7 @@ pub async fn run(db: &Db, caller: &Caller, file: &[u8], options: ImportOptions) 
             }
         }
         errors.add(number, row_errors);
-        rows.push(Row { number, fields, updates: updates.map(|c| c.id) });
+        rows.push(Row { number, fields, updates: updates.map(|c| c.id), check_shop });
     }
     check_shops(db, caller, &rows, &mut errors).await?;
     errors.into_result()?;
@@ -200,7 +208,7 @@ fn row_body(header: &[String], cells: &[String], shop_id: Option<i64>) -> Map<St
 
 /// Every shop named must be one the key may write to: each is looked up once.
 async fn check_shops(db: &Db, caller: &Caller, rows: &[Row], errors: &mut RowErrors) -> Result<(), ApiError> {
-    let shops: BTreeSet<i64> = rows.iter().map(|r| r.fields.shop_id).filter(|id| *id != 0).collect();
+    let shops: BTreeSet<i64> = rows.iter().filter(|r| r.check_shop).map(|r| r.fields.shop_id).collect();
     let mut refused = BTreeSet::new();
     for shop in shops {
         let mut check = FieldErrors::default();
@@ -209,7 +217,7 @@ async fn check_shops(db: &Db, caller: &Caller, rows: &[Row], errors: &mut RowErr
             refused.insert(shop);
         }
     }
-    for row in rows.iter().filter(|r| refused.contains(&r.fields.shop_id)) {
+    for row in rows.iter().filter(|r| r.check_shop && refused.contains(&r.fields.shop_id)) {
         let mut e = FieldErrors::default();
         e.add("shop_id", "The selected shop_id is invalid.");
         errors.add(row.number, e);
@@ -251,10 +259,13 @@ async fn write(db: &Db, company_id: i64, rows: Vec<Row>) -> Result<ImportSummary
 }
 
 /// The errors of the rows, keyed `row N.field`; past [`MAX_ROWS_REPORTED`] rows, only counted.
+/// A row may get errors twice (its cells, then its shop): it counts once, and a listed row gets
+/// all of its errors.
 #[derive(Default)]
 struct RowErrors {
     errors: FieldErrors,
-    rows: usize,
+    rows: BTreeSet<usize>,
+    listed: BTreeSet<usize>,
 }
 
 impl RowErrors {
@@ -262,15 +273,16 @@ impl RowErrors {
         if row.is_empty() {
             return;
         }
-        self.rows += 1;
-        if self.rows <= MAX_ROWS_REPORTED {
+        let first_time = self.rows.insert(number);
+        if self.listed.contains(&number) || (first_time && self.listed.len() < MAX_ROWS_REPORTED) {
+            self.listed.insert(number);
             self.errors.absorb(&format!("row {number}."), row);
         }
     }
 
     fn into_result(mut self) -> Result<(), ApiError> {
-        if self.rows > MAX_ROWS_REPORTED {
-            self.errors.add("rows", format!("{} rows have errors; the first {MAX_ROWS_REPORTED} are listed.", self.rows));
+        if self.rows.len() > MAX_ROWS_REPORTED {
+            self.errors.add("rows", format!("{} rows have errors; the first {MAX_ROWS_REPORTED} are listed.", self.rows.len()));
         }
         self.errors.into_result()
     }

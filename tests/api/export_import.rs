@@ -300,6 +300,17 @@ async fn imports_check_roles_shops_sizes_and_content_types(backend: Backend) {
     import(&app, &writer_of_a, &format!("?shop_id={b}"), &format!("{header}\r\n{}", row(a))).await.invalid("shop_id");
     let (_, other_key) = app.new_company("Other").await;
     import(&app, &other_key, "", &format!("{header}\r\n{}", row(a))).await.invalid("row 1.shop_id");
+    // Shop 0 is checked like any shop (it used to reach the insert: a 500), and a NUL in a cell
+    // is a 422 on its column (PostgreSQL refused the text: a 500), as in a JSON body.
+    import(&app, key, "", &format!("{header}\r\n{}", row(0))).await.invalid("row 1.shop_id");
+    import(&app, key, "", &format!("{header}\r\n{a},,A\0nn,Lee,1 Main,Town,IL,1\r\n")).await.invalid("row 1.first_name");
+    // A row with errors in its cells and in its shop counts once and lists both.
+    let rows = format!("{header}\r\n{}", format!("{b},,Ann,Lee,1 Main,Town,IL,\r\n").repeat(101));
+    let r = import(&app, &writer_of_a, "", &rows).await;
+    let body = r.invalid("rows");
+    assert!(body["errors"]["rows"][0].as_str().unwrap().starts_with("101 rows have errors"), "{}", body["errors"]["rows"]);
+    assert!(body["errors"]["row 100.zip"].is_array() && body["errors"]["row 100.shop_id"].is_array(), "{body}");
+    assert!(body["errors"].get("row 101.zip").is_none(), "past 100 rows, only counted");
     let reader = app.create_key(key, "read", None).await;
     import(&app, &reader, "", &format!("{header}\r\n{}", row(a))).await.problem(403);
     import_as(&app, key, "", &format!("{header}\r\n{}", row(a)), "application/json", None).await.problem(415);
