@@ -39,7 +39,7 @@ async fn list_sources(State(state): State<AppState>, caller: Caller, url: Reques
     let shop_id = crate::extract::parse_integer(raw_shop)
         .ok_or_else(|| ApiError::invalid("filter[shop_id]", "The filter[shop_id] parameter must be an integer."))?;
     scope::visible_shop(&state.db, &caller, shop_id).await?;
-    let active = match list.filter("active") {
+    let active = match list.filter("active").filter(|v| !v.trim().is_empty()) {
         None => true,
         Some(v) => parse_bool(v)
             .ok_or_else(|| ApiError::invalid("filter[active]", "The filter[active] parameter must be true, false, 1 or 0."))?,

@@ -162,6 +162,9 @@ async fn sources_start_with_defaults_and_filter(backend: Backend) {
     assert_eq!(r.body["meta"]["total"], 7);
     let r = app.get(key, &format!("/api/v1/settings/sources?filter[shop_id]={shop}&filter[active]=false")).await;
     assert_eq!(r.ids("id"), vec![website]);
+    // An empty value counts as absent (docs/api.md): the default, active sources.
+    let r = app.get(key, &format!("/api/v1/settings/sources?filter[shop_id]={shop}&filter[active]=")).await;
+    assert_eq!(r.ok()["meta"]["total"], 7);
 
     app.get(key, "/api/v1/settings/sources").await.invalid("filter[shop_id]");
     app.get(key, "/api/v1/settings/sources?filter[shop_id]=abc").await.invalid("filter[shop_id]");
