@@ -78,6 +78,11 @@ async fn update_bay(State(state): State<AppState>, Admin(caller): Admin, put: Re
     let fields = validate_bay(&state, &caller, input, Some(&current)).await?;
     let mut change = Change::begin(&state.db, caller.company_id).await?;
     if_match.verify::<Bay, _>(&current, store::find(change.tx(), caller.company_id, current.id)).await?;
+    // An appointment's bay belongs to the appointment's shop, a hold's to the hold's: checked in
+    // the write's transaction, so a hold made meanwhile is not stranded in the old shop.
+    if fields.shop_id != current.shop_id && store::in_use(change.tx(), caller.company_id, current.shop_id, current.id).await? {
+        return Err(ApiError::invalid("shop_id", "This bay has appointments or holds; it cannot move to another shop."));
+    }
     let bay = Bay::from(
         store::update(change.tx(), caller.company_id, current.id, &fields)
             .await
@@ -96,12 +101,6 @@ async fn validate_bay(state: &AppState, caller: &Caller, input: BayInput, curren
     let mut errors = FieldErrors::default();
     let shop_id = validate::required(&mut errors, "shop_id", input.shop_id);
     scope::body_shop(&state.db, caller, shop_id, &mut errors).await?;
-    if let (Some(current), Some(new_shop)) = (current, shop_id) {
-        // An appointment's bay must belong to the appointment's shop.
-        if new_shop != current.shop_id && store::has_appointments(&state.db, caller.company_id, current.shop_id, current.id).await? {
-            errors.add("shop_id", "This bay has appointments; it cannot move to another shop.");
-        }
-    }
     let title = validate::required_text(&mut errors, "title", input.title).unwrap_or_default();
     validate::max_len(&mut errors, "title", &title, 100);
     errors.into_result()?;

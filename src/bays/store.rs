@@ -78,10 +78,19 @@ pub async fn update(tx: &mut Tx, company_id: i64, id: i64, f: &BayFields) -> Res
 
 /// Whether appointments are scheduled in the bay (rare admin check: it walks the shop's
 /// appointments through the `(company_id, shop_id, ...)` index).
-pub async fn has_appointments(db: &Db, company_id: i64, shop_id: i64, bay_id: i64) -> Result<bool, DbError> {
-    let q = Query::new("SELECT id FROM appointments WHERE company_id = $1 AND shop_id = $2 AND bay_id = $3 LIMIT 1")
-        .bind(company_id)
-        .bind(shop_id)
-        .bind(bay_id);
-    Ok(db.fetch_optional::<(i64,)>(&q).await?.is_some())
+/// Whether the bay holds anything of its shop that a move to another shop would strand: an
+/// appointment (deleted ones keep their bay) or a hold not yet retired (one that expired unbooked
+/// still counts for the overlap rule until its shop retires or purges it). Holds and availability
+/// are worked out per shop, so such a bay must stay. Locks the bay's row first (PostgreSQL), as a
+/// hold's writer does: a hold committed before is seen here, and one after sees the new shop.
+pub async fn in_use(tx: &mut Tx, company_id: i64, shop_id: i64, bay_id: i64) -> Result<bool, DbError> {
+    tx.lock_row("bays", company_id, bay_id).await?;
+    let q = Query::new(
+        "SELECT id FROM appointments WHERE company_id = $1 AND shop_id = $2 AND bay_id = $3 \
+         UNION ALL SELECT id FROM holds WHERE company_id = $1 AND bay_id = $3 AND state = 'held' LIMIT 1",
+    )
+    .bind(company_id)
+    .bind(shop_id)
+    .bind(bay_id);
+    Ok(tx.fetch_optional::<(i64,)>(&q).await?.is_some())
 }

@@ -17,6 +17,7 @@ crate::backend_tests!(
     holds_book_once_release_and_expire,
     the_database_itself_refuses_overlapping_live_holds,
     expired_holds_are_retired_by_racing_writers,
+    a_bay_with_holds_stays_in_its_shop,
 );
 
 const HOUR: i64 = 3_600_000_000;
@@ -380,4 +381,29 @@ async fn the_database_itself_refuses_overlapping_live_holds(backend: Backend) {
     // Touching ends do not overlap; another bay is another bay.
     insert(hold(bays[0], base + HOUR, far)).await.unwrap();
     insert(hold(bays[1], base, far)).await.unwrap();
+}
+
+/// Holds and availability are worked out per shop, the overlap rule per bay: a bay that moved
+/// with a hold on it was free in its new shop's availability during the hold, and a hold there
+/// picked it, met the old hold in the database and answered 409 with another bay free.
+async fn a_bay_with_holds_stays_in_its_shop(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let key = &app.admin_key;
+    let (old_shop, new_shop) = (open_shop(&app, "UTC", 1).await, open_shop(&app, "UTC", 0).await);
+    app.create_bay(key, new_shop, "Lift 9", 5).await;
+    let bay = app.get(key, &format!("/api/v1/bays?filter[shop_id]={old_shop}")).await.ids("id")[0];
+    let held = app.post(key, "/api/v1/holds", json!({"shop_id": old_shop, "date": "2030-01-07T09:00:00", "hours": 1})).await;
+    assert_eq!((held.status.as_u16(), held.body["column"].as_str()), (201, Some("Lift 1")), "{}", held.body);
+
+    let move_it = json!({"shop_id": new_shop, "title": "Lift 1", "order": 0});
+    app.put(key, &format!("/api/v1/bays/{bay}"), move_it.clone()).await.invalid("shop_id");
+    let stayed = app.get(key, &format!("/api/v1/bays/{bay}")).await;
+    assert_eq!(stayed.ok()["shop_id"], old_shop);
+
+    // Released, the hold no longer keeps the bay: it moves, and serves its new shop at that time.
+    let released = app.delete(key, &format!("/api/v1/holds/{}", held.body["hold_id"])).await;
+    assert_eq!(released.status, 204);
+    assert_eq!(app.put(key, &format!("/api/v1/bays/{bay}"), move_it).await.ok()["shop_id"], new_shop);
+    let r = app.post(key, "/api/v1/holds", json!({"shop_id": new_shop, "date": "2030-01-07T09:00:00", "hours": 1})).await;
+    assert_eq!((r.status.as_u16(), r.body["column"].as_str()), (201, Some("Lift 1")), "{}", r.body);
 }
