@@ -176,6 +176,10 @@ async fn list_events(State(state): State<AppState>, caller: Caller, params: Quer
         None => Position::default(),
     };
     let rows = store::page(&state.db, caller.company_id, after, &request.filter, request.limit).await?;
+    // Checked after the page: a purge that commits between a check and the page would delete
+    // events the page then silently skips. Purge marks only grow, so a cursor found unpurged
+    // after the read was unpurged during it.
+    refuse_purged(&state, &caller, request.after).await?;
     let next_after = rows.last().map(EventRow::position).or(request.after).map(Position::to_event_id);
     // The events' data as stored, plus their envelopes: the page's size, to fill one buffer.
     let size = 64 + rows.iter().map(|r| r.data.len() + 160).sum::<usize>();
@@ -227,14 +231,17 @@ impl FeedRequest {
             Some(raw) => scope::shop_filter(&state.db, caller, Some(raw)).await?,
             None => caller.shops.clone().map_or(ShopFilter::All, ShopFilter::Only),
         };
-        if let Some(after) = after {
-            if store::is_purged(&state.db, caller.company_id, after).await? {
-                return Err(ApiError::Gone(
-                    "This cursor is older than the events kept (30 days by default): read the lists again, then follow the feed from its newest event.".into(),
-                ));
-            }
-        }
         Ok(FeedRequest { after, limit, filter: FeedFilter { shops, types } })
+    }
+}
+
+/// 410 when the events after `after` have been purged (the caller must start over).
+pub async fn refuse_purged(state: &AppState, caller: &Caller, after: Option<Position>) -> Result<(), ApiError> {
+    match after {
+        Some(after) if store::is_purged(&state.db, caller.company_id, after).await? => Err(ApiError::Gone(
+            "This cursor is older than the events kept (30 days by default): read the lists again, then follow the feed from its newest event.".into(),
+        )),
+        _ => Ok(()),
     }
 }
 

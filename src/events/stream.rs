@@ -96,6 +96,7 @@ pub async fn stream_events(
         params.0.push(("after".into(), last.to_owned()));
     }
     let request = FeedRequest::parse(&state, &caller, &params).await.map_err(|e| rename_after(e, last_event_id.is_some()))?;
+    super::refuse_purged(&state, &caller, request.after).await?;
     let cursor = match request.after {
         Some(after) => after,
         None => store::tail(&state.db, caller.company_id).await?,
