@@ -27,11 +27,14 @@ impl<S: Send + Sync, P: DeserializeOwned + Send> FromRequestParts<S> for Target<
     }
 }
 
-/// A `PUT` of one resource: its [`Target`], then its [`JsonBody`].
+/// A `PUT` of one resource: its [`Target`], then its [`JsonBody`]. A body that is not JSON is
+/// refused at once (400, 413, 415); a value of the wrong type (422) is the body's validation, so
+/// it waits in `input` until the handler has found the resource: 404 comes first (docs/api.md,
+/// order of checks).
 pub struct Replace<T, P = String> {
     pub id: P,
     pub if_match: IfMatch,
-    pub input: T,
+    pub input: Result<T, ApiError>,
 }
 
 impl<S: Send + Sync, T: DeserializeOwned, P: DeserializeOwned + Send> FromRequest<S> for Replace<T, P> {
@@ -40,7 +43,11 @@ impl<S: Send + Sync, T: DeserializeOwned, P: DeserializeOwned + Send> FromReques
     async fn from_request(req: Request, state: &S) -> Result<Self, Response> {
         let (mut parts, body) = req.into_parts();
         let Target { id, if_match } = Target::<P>::from_request_parts(&mut parts, state).await?;
-        let JsonBody(input) = JsonBody::<T>::from_request(Request::from_parts(parts, body), state).await.map_err(IntoResponse::into_response)?;
+        let input = match JsonBody::<T>::from_request(Request::from_parts(parts, body), state).await {
+            Ok(JsonBody(input)) => Ok(input),
+            Err(e @ ApiError::Validation(_)) => Err(e),
+            Err(e) => return Err(e.into_response()),
+        };
         Ok(Replace { id, if_match, input })
     }
 }

@@ -156,6 +156,7 @@ async fn update_appointment(State(state): State<AppState>, Writer(caller): Write
     if current.deleted_at.is_some() {
         return Err(deleted_is_read_only());
     }
+    let input = input?;
     if input.hold_id.is_some() {
         return Err(ApiError::invalid("hold_id", "The hold_id field is accepted only when creating an appointment."));
     }

@@ -75,7 +75,7 @@ async fn create_bay(State(state): State<AppState>, Admin(caller): Admin, JsonBod
 async fn update_bay(State(state): State<AppState>, Admin(caller): Admin, put: Replace<BayInput>) -> Result<One<Bay>, ApiError> {
     let Replace { id, if_match, input } = put;
     let current = visible_bay(&state, &caller, &id).await?;
-    let fields = validate_bay(&state, &caller, input, Some(&current)).await?;
+    let fields = validate_bay(&state, &caller, input?, Some(&current)).await?;
     let mut change = Change::begin(&state.db, caller.company_id).await?;
     if_match.verify::<Bay, _>(&current, store::find(change.tx(), caller.company_id, current.id)).await?;
     // An appointment's bay belongs to the appointment's shop, a hold's to the hold's: checked in

@@ -225,7 +225,7 @@ async fn update_customer(State(state): State<AppState>, Writer(caller): Writer, 
     let Replace { id, if_match, input: body } = put;
     let current = visible_customer(&state, &caller, &id).await?;
     let (id, current_shop) = (current.id, current.fields.shop_id);
-    let (fields, mut reader) = input::read(body, Some(current.fields.clone()));
+    let (fields, mut reader) = input::read(body?, Some(current.fields.clone()));
     if !reader.errors.has("shop_id") && fields.shop_id != current_shop {
         scope::body_shop(&state.db, &caller, Some(fields.shop_id), &mut reader.errors).await?;
     }

@@ -98,7 +98,7 @@ async fn update_ship_to(State(state): State<AppState>, Writer(caller): Writer, p
     let customer = visible_customer(&state, &caller, &customer_id).await?;
     let id = path_id(&id, "Ship-to")?;
     let current = store::find(&state.db, caller.company_id, customer.id, id).await?.ok_or_else(|| ApiError::not_found("Ship-to"))?;
-    let fields = read(input)?;
+    let fields = read(input?)?;
     let mut change = Change::begin(&state.db, caller.company_id).await?;
     if_match.verify::<ShipTo, _>(&current, store::find(change.tx(), caller.company_id, customer.id, id)).await?;
     let ship_to = ShipTo::from(

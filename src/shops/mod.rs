@@ -151,7 +151,7 @@ pub async fn create(change: &mut Change, fields: &ShopFields) -> Result<store::S
 async fn update_shop(State(state): State<AppState>, Admin(caller): Admin, put: Replace<ShopInput>) -> Result<One<ShopInfo>, ApiError> {
     let Replace { id, if_match, input } = put;
     let current = scope::visible_shop(&state.db, &caller, path_id(&id, "Shop")?).await?;
-    let fields = input.into_fields(Some(current.fields.clone())).map_err(ApiError::Validation)?;
+    let fields = input?.into_fields(Some(current.fields.clone())).map_err(ApiError::Validation)?;
     // A new time zone moves the shop-local date and time stored with each appointment; both
     // changes commit together.
     // One `shop.updated` event stands for the re-localised appointments too (docs/api.md).

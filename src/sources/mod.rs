@@ -74,6 +74,7 @@ async fn create_source(State(state): State<AppState>, Admin(caller): Admin, Json
 async fn update_source(State(state): State<AppState>, Admin(caller): Admin, put: Replace<SourceInput>) -> Result<One<Source>, ApiError> {
     let Replace { id, if_match, input } = put;
     let current = visible_source(&state, &caller, &id).await?;
+    let input = input?;
     let (shop_id, name) = validate_source(&state, &caller, &input).await?;
     let mut change = Change::begin(&state.db, caller.company_id).await?;
     if_match.verify::<Source, _>(&current, store::find(change.tx(), caller.company_id, current.id)).await?;

@@ -106,6 +106,7 @@ async fn get_webhook(State(state): State<AppState>, Admin(caller): Admin, Path(i
 async fn update_webhook(State(state): State<AppState>, Admin(caller): Admin, put: Replace<WebhookInput>) -> Result<One<Webhook>, ApiError> {
     let Replace { id, if_match, input } = put;
     let current = visible(&state, &caller, &id).await?;
+    let input = input?;
     let shops = known_shops(&state, &caller, input.shop_ids.as_deref()).await?;
     let fields = model::read(input, Some(&current), &caller, &shops, state.config.webhook_allow_private)?;
     let mut change = Change::begin(&state.db, caller.company_id).await?;

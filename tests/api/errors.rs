@@ -100,6 +100,22 @@ async fn request_bodies_are_checked_in_order(backend: Backend) {
     assert_eq!(r.status(), 201);
     // None of the rejected bodies left anything behind.
     assert_eq!(app.get(key, "/api/v1/bays").await.body["meta"]["total"], 2, "the bay with whole-number fields");
+
+    // A PUT: the resource must exist (404), and a deleted appointment is read-only (409), before
+    // the body's types are checked (422); a body that is not JSON is refused first (400).
+    let mistyped = json!({"shop_id": "x", "title": 7, "first_name": 7});
+    for path in ["/api/v1/bays/999999", "/api/v1/appointments/999999", "/api/v1/customers/999999", "/api/v1/shops/999999",
+        "/api/v1/settings/sources/999999", "/api/v1/webhooks/999999"] {
+        app.put(key, path, mistyped.clone()).await.problem(404);
+    }
+    let customer = app.get(key, "/api/v1/customers").await.ids("customer_id")[0];
+    app.put(key, &format!("/api/v1/customers/{customer}/ship_tos/999999"), json!({"name": 7})).await.problem(404);
+    let appointment = app.post(key, "/api/v1/appointments", crate::appointments::body(shop, "2030-01-07T09:00:00Z")).await.ok()["appointment_id"].clone();
+    app.put(key, &format!("/api/v1/appointments/{appointment}"), mistyped.clone()).await.invalid("first_name");
+    assert_eq!(app.delete(key, &format!("/api/v1/appointments/{appointment}")).await.status, 204);
+    app.put(key, &format!("/api/v1/appointments/{appointment}"), mistyped).await.problem(409);
+    let r = app.client.put(format!("{}/api/v1/bays/999999", app.base)).bearer_auth(key).header("content-type", "application/json");
+    assert_eq!(status_and_type(r.body("{\"title\": ").send().await.unwrap()), (400, problem));
 }
 
 async fn database_outage_is_503(backend: Backend) {
