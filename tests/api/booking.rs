@@ -18,6 +18,7 @@ crate::backend_tests!(
     the_database_itself_refuses_overlapping_live_holds,
     expired_holds_are_retired_by_racing_writers,
     a_bay_with_holds_stays_in_its_shop,
+    a_hold_and_a_move_of_its_bay_never_both_succeed,
 );
 
 const HOUR: i64 = 3_600_000_000;
@@ -406,4 +407,54 @@ async fn a_bay_with_holds_stays_in_its_shop(backend: Backend) {
     assert_eq!(app.put(key, &format!("/api/v1/bays/{bay}"), move_it).await.ok()["shop_id"], new_shop);
     let r = app.post(key, "/api/v1/holds", json!({"shop_id": new_shop, "date": "2030-01-07T09:00:00", "hours": 1})).await;
     assert_eq!((r.status.as_u16(), r.body["column"].as_str()), (201, Some("Lift 1")), "{}", r.body);
+}
+
+/// A hold on a bay and a move of that bay to another shop, raced through two servers (two
+/// pools on PostgreSQL): one of them wins, never both, and no live hold is left on a bay of
+/// another shop.
+async fn a_hold_and_a_move_of_its_bay_never_both_succeed(backend: Backend) {
+    let app = Arc::new(TestApp::spawn(backend).await);
+    let key = app.admin_key.clone();
+    let (from, to) = (open_shop(&app, "UTC", 0).await, open_shop(&app, "UTC", 0).await);
+    let replica = app.spawn_replica().await;
+    let (mut both, mut holds_won) = (Vec::new(), 0);
+    for round in 0..24 {
+        let title = format!("Race {round}");
+        let bay = app.create_bay(&key, from, &title, round).await;
+        let hold = json!({"shop_id": from, "column": title, "date": "2030-01-07T09:00:00", "hours": 1});
+        let moved = json!({"shop_id": to, "title": title, "order": round});
+        let (a, b, replica) = (app.clone(), app.clone(), replica.clone());
+        // Alternate which server each request goes through.
+        let (hold_base, move_base) = if round % 2 == 0 { (a.base.clone(), replica) } else { (replica, a.base.clone()) };
+        // The move does more before its transaction: on odd rounds the hold leaves a little later.
+        let lag = std::time::Duration::from_millis(if round % 2 == 1 { (round % 7) as u64 } else { 0 });
+        let held = tokio::spawn(async move {
+            if !lag.is_zero() {
+                tokio::time::sleep(lag).await;
+            }
+            let r = a.client.post(format!("{hold_base}/api/v1/holds")).bearer_auth(&a.admin_key).json(&hold).send().await.unwrap();
+            r.status().as_u16()
+        });
+        let put = tokio::spawn(async move {
+            let r = b.client.put(format!("{move_base}/api/v1/bays/{bay}")).bearer_auth(&b.admin_key).json(&moved).send().await.unwrap();
+            r.status().as_u16()
+        });
+        let (held, put) = (held.await.unwrap(), put.await.unwrap());
+        assert!(matches!(held, 201 | 409 | 422) && matches!(put, 200 | 422), "round {round}: hold {held}, move {put}");
+        if held == 201 && put == 200 {
+            both.push(round);
+        }
+        holds_won += usize::from(held == 201);
+        let shop_now = app.get(&key, &format!("/api/v1/bays/{bay}")).await.body["shop_id"].as_i64();
+        assert_eq!(shop_now, Some(if put == 200 { to } else { from }), "round {round}");
+    }
+    assert!(both.is_empty(), "a hold and the move of its bay both succeeded in rounds {both:?}");
+    // The new shop never shows a bay as held: its availability lists every moved bay.
+    let moved_bays = app.get(&key, &format!("/api/v1/bays?filter[shop_id]={to}&pageSize=100")).await.ok()["meta"]["total"].as_u64().unwrap();
+    assert_eq!(moved_bays as usize, 24 - holds_won, "the bays that moved are the rounds the hold lost");
+    let r = app.get(&key, &format!("/api/v1/availability?filter[shop_id]={to}&start_date=2030-01-07&hours=1&step=60")).await;
+    let nine = micros("2030-01-07T09:00:00Z");
+    let free_at_nine = slots(r.ok()).into_iter().find(|(start, _, _)| *start == nine).map_or(Vec::new(), |slot| slot.2);
+    assert_eq!(free_at_nine.len() as u64, moved_bays, "every moved bay is free at 09:00 in its new shop: {free_at_nine:?}");
+    eprintln!("{backend:?}: the hold won {holds_won} of 24 rounds");
 }
