@@ -18,6 +18,7 @@ use axum::{
 use utoipa_axum::{router::OpenApiRouter, routes};
 
 pub use demo::load_demo;
+pub use validation::Validated;
 
 use crate::{
     auth::{Caller, Writer},
@@ -127,10 +128,11 @@ async fn create_appointment(
         Some(id) => Some(crate::holds::fill_from_hold(&state.db, &caller, &mut input, id).await?),
         None => None,
     };
-    let valid = validation::validate(&state.db, &state.shops, &caller, input, None).await?;
+    let mut valid = validation::validate(&state.db, &state.shops, &caller, input, None).await?;
     let mut change = Change::begin(&state.db, caller.company_id).await?;
-    if let Some(hold) = &hold {
-        crate::holds::consume(&mut change, hold).await?;
+    if let Some(held) = &hold {
+        held.pin(&mut valid);
+        crate::holds::consume(&mut change, &held.hold).await?;
     }
     let (column_title, company_id, now) = (valid.column_title, caller.company_id, now_micros());
     change

@@ -21,6 +21,7 @@ use utoipa_axum::{router::OpenApiRouter, routes};
 
 use crate::{
     appointments::{
+        Validated,
         model::AppointmentInput,
         patch::Patch,
         timing::{duration_micros, local_parts, parse_date, parse_schedule},
@@ -231,11 +232,32 @@ pub fn spawn_purge(db: Db) {
     });
 }
 
+/// A live hold a booking names, with what it reserved as read from the database.
+pub struct HeldSlot {
+    pub hold: HoldRow,
+    tz: chrono_tz::Tz,
+    title: String,
+}
+
+impl HeldSlot {
+    /// Writes the hold's shop, bay and time into a validated booking. Validation read them back
+    /// from the body through the replica's cache of shops (a bay's title, the shop's zone), which
+    /// a rename or a zone change can have outdated for a moment; the booking takes exactly what
+    /// the hold reserved.
+    pub fn pin(&self, valid: &mut Validated) {
+        let fields = &mut valid.fields;
+        (fields.shop_id, fields.bay_id) = (self.hold.shop_id, Some(self.hold.bay_id));
+        (fields.start_at, fields.end_at) = (self.hold.start_at, self.hold.end_at);
+        fields.localize(self.tz);
+        valid.column_title = Some(self.title.clone());
+    }
+}
+
 /// For `POST /api/v1/appointments` with `hold_id`: fills the omitted `shop_id`, `date`,
 /// `hours` and `column` from the hold, checks the given ones equal the hold's (else 422), and
-/// returns the hold for [`consume`]. An unknown hold, or one outside the key's shops, is a 422
-/// on `hold_id`; one no longer live is a 409.
-pub async fn fill_from_hold(db: &Db, caller: &Caller, input: &mut AppointmentInput, hold_id: i64) -> Result<HoldRow, ApiError> {
+/// returns the hold for [`HeldSlot::pin`] and [`consume`]. An unknown hold, or one outside the
+/// key's shops, is a 422 on `hold_id`; one no longer live is a 409.
+pub async fn fill_from_hold(db: &Db, caller: &Caller, input: &mut AppointmentInput, hold_id: i64) -> Result<HeldSlot, ApiError> {
     let invalid = || ApiError::invalid("hold_id", "The selected hold_id is invalid.");
     let hold = store::find(db, caller.company_id, hold_id).await?.filter(|h| caller.can_see_shop(h.shop_id)).ok_or_else(invalid)?;
     if hold.state != "held" || hold.expires_at <= now_micros() {
@@ -253,7 +275,7 @@ pub async fn fill_from_hold(db: &Db, caller: &Caller, input: &mut AppointmentInp
     let title = bay.title.to_lowercase();
     same(e, "column", &mut input.column, bay.title.clone(), &|v: &String| v.trim().to_lowercase() == title);
     errors.into_result()?;
-    Ok(hold)
+    Ok(HeldSlot { hold, tz, title: bay.title })
 }
 
 /// An omitted field takes the hold's value; a given one must match it.
