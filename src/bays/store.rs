@@ -76,13 +76,13 @@ pub async fn update(tx: &mut Tx, company_id: i64, id: i64, f: &BayFields) -> Res
     tx.fetch_optional(&f.bind(q).bind(now_micros())).await
 }
 
-/// Whether appointments are scheduled in the bay (rare admin check: it walks the shop's
-/// appointments through the `(company_id, shop_id, ...)` index).
 /// Whether the bay holds anything of its shop that a move to another shop would strand: an
 /// appointment (deleted ones keep their bay) or a hold not yet retired (one that expired unbooked
 /// still counts for the overlap rule until its shop retires or purges it). Holds and availability
 /// are worked out per shop, so such a bay must stay. Locks the bay's row first (PostgreSQL), as a
 /// hold's writer does: a hold committed before is seen here, and one after sees the new shop.
+/// (A rare admin check: it walks the shop's appointments through the `(company_id, shop_id, ...)`
+/// index.)
 pub async fn in_use(tx: &mut Tx, company_id: i64, shop_id: i64, bay_id: i64) -> Result<bool, DbError> {
     tx.lock_row("bays", company_id, bay_id).await?;
     let q = Query::new(

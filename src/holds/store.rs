@@ -86,7 +86,7 @@ pub async fn appointment_overlaps(tx: &mut Tx, company_id: i64, shop_id: i64, ba
 /// already). The exclusion constraint alone is the guarantee, but two transactions inserting
 /// overlapping holds at once each wait in the constraint's check for the other's tuple: a
 /// deadlock, which PostgreSQL breaks after a second by failing one of them. With the bay's row
-/// locked first ([`Tx::lock_row`]), the second writer waits here and then meets the committed
+/// locked first (`FOR NO KEY UPDATE`), the second writer waits here and then meets the committed
 /// hold.
 ///
 /// Returns whether the bay is still in `shop_id`: a bay moved to another shop since the request
