@@ -85,8 +85,14 @@ impl ListQuery {
         Ok(ListQuery { page, per_page, filters, request })
     }
 
+    /// The raw value of `filter[name]` (`filter[active]=` on bays means something of its own).
     pub fn filter(&self, name: &str) -> Option<&str> {
         self.filters.iter().find(|(f, _)| *f == name).map(|(_, v)| v.as_str())
+    }
+
+    /// `filter[name]` trimmed; empty counts as absent (docs/api.md: empty query values).
+    pub fn given(&self, name: &str) -> Option<&str> {
+        self.filter(name).map(str::trim).filter(|v| !v.is_empty())
     }
 
     pub fn offset(&self) -> i64 {

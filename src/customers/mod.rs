@@ -149,7 +149,6 @@ async fn import_options(state: &AppState, caller: &Caller, url: &RequestUrl) -> 
 /// `customer_id` and the `filter[...]` values; an empty value means no filter.
 fn parse_filter(url: &RequestUrl, list: &ListQuery) -> Result<CustomerFilter, ApiError> {
     let mut errors = FieldErrors::default();
-    let given = |name: &str| list.filter(name).map(str::trim).filter(|v| !v.is_empty());
     let id = match url.params.get("customer_id").map(str::trim).filter(|v| !v.is_empty()) {
         None => None,
         Some(raw) => parse_integer(raw).or_else(|| {
@@ -157,14 +156,14 @@ fn parse_filter(url: &RequestUrl, list: &ListQuery) -> Result<CustomerFilter, Ap
             None
         }),
     };
-    let phone_digits = given("phone").and_then(|raw| {
+    let phone_digits = list.given("phone").and_then(|raw| {
         let digits = store::digits(raw);
         if digits.is_empty() {
             errors.add("filter[phone]", "The filter[phone] parameter must contain digits.");
         }
         Some(digits).filter(|d| !d.is_empty())
     });
-    let updated = given("updated_date").and_then(|raw| match crate::body::parse_date(raw) {
+    let updated = list.given("updated_date").and_then(|raw| match crate::body::parse_date(raw) {
         Some(day) => {
             let start = NaiveDate::parse_from_str(&day, "%Y-%m-%d").ok()?.and_time(chrono::NaiveTime::MIN).and_utc();
             let start = start.timestamp_micros();
@@ -178,11 +177,11 @@ fn parse_filter(url: &RequestUrl, list: &ListQuery) -> Result<CustomerFilter, Ap
     errors.into_result()?;
     Ok(CustomerFilter {
         id,
-        first_name: given("first_name").map(str::to_lowercase),
-        last_name: given("last_name").map(str::to_lowercase),
-        address: given("address").map(str::to_lowercase),
+        first_name: list.given("first_name").map(str::to_lowercase),
+        last_name: list.given("last_name").map(str::to_lowercase),
+        address: list.given("address").map(str::to_lowercase),
         phone_digits,
-        customer_number: given("customer_number").map(str::to_owned),
+        customer_number: list.given("customer_number").map(str::to_owned),
         updated,
     })
 }

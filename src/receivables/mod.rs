@@ -84,24 +84,23 @@ async fn list_receivables(
 /// The `filter[...]` values; an empty value means no filter.
 fn parse_filter(list: &ListQuery) -> Result<ReceivableFilter, ApiError> {
     let mut errors = FieldErrors::default();
-    let given = |name: &str| list.filter(name).map(str::trim).filter(|v| !v.is_empty());
     let mut filter = ReceivableFilter::default();
-    if let Some(raw) = given("paid") {
+    if let Some(raw) = list.given("paid") {
         filter.paid = parse_bool(raw);
         if filter.paid.is_none() {
             errors.add("filter[paid]", "The filter[paid] parameter must be true, false, 1 or 0.");
         }
     }
     for (name, column, op) in RANGES {
-        if let Some(raw) = given(name) {
+        if let Some(raw) = list.given(name) {
             match parse_date(raw) {
                 Some(day) => filter.ranges.push((column, op, day)),
                 None => errors.add(format!("filter[{name}]"), format!("The filter[{name}] parameter must be a date (YYYY-MM-DD).")),
             }
         }
     }
-    filter.reference = given("reference").map(str::to_owned);
-    if let Some(raw) = given("repair_order_id") {
+    filter.reference = list.given("reference").map(str::to_owned);
+    if let Some(raw) = list.given("repair_order_id") {
         filter.repair_order_id = crate::extract::parse_integer(raw);
         if filter.repair_order_id.is_none() {
             errors.add("filter[repair_order_id]", "The filter[repair_order_id] parameter must be an integer.");

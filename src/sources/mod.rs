@@ -33,13 +33,13 @@ const LIST: ListSpec = ListSpec { sorts: store::SORTS, filters: &["shop_id", "ac
     responses((status = 200, body = Page<Source>, description = "A page of the shop's sources"), (status = 400, body = Problem), (status = 404, body = Problem), (status = 422, body = Problem)))]
 async fn list_sources(State(state): State<AppState>, caller: Caller, url: RequestUrl) -> Result<Page<Source>, ApiError> {
     let list = ListQuery::parse(&url.params, &LIST)?;
-    let Some(raw_shop) = list.filter("shop_id").filter(|s| !s.trim().is_empty()) else {
+    let Some(raw_shop) = list.given("shop_id") else {
         return Err(ApiError::invalid("filter[shop_id]", "The filter[shop_id] parameter is required."));
     };
     let shop_id = crate::extract::parse_integer(raw_shop)
         .ok_or_else(|| ApiError::invalid("filter[shop_id]", "The filter[shop_id] parameter must be an integer."))?;
     scope::visible_shop(&state.db, &caller, shop_id).await?;
-    let active = match list.filter("active").filter(|v| !v.trim().is_empty()) {
+    let active = match list.given("active") {
         None => true,
         Some(v) => parse_bool(v)
             .ok_or_else(|| ApiError::invalid("filter[active]", "The filter[active] parameter must be true, false, 1 or 0."))?,
