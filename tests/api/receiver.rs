@@ -31,6 +31,8 @@ struct Shared {
     /// How long to wait before answering.
     delay: Duration,
     received: Vec<Received>,
+    /// Deliveries answered (a slow receiver answers after it received).
+    answered: usize,
 }
 
 #[derive(Clone)]
@@ -66,6 +68,15 @@ impl Receiver {
 
     pub fn received(&self) -> Vec<Received> {
         self.shared.lock().unwrap().received.clone()
+    }
+
+    /// Waits until `n` deliveries have been answered (or panics after `secs`).
+    pub async fn wait_answered(&self, n: usize, secs: u64) {
+        let deadline = Instant::now() + Duration::from_secs(secs);
+        while self.shared.lock().unwrap().answered < n {
+            assert!(Instant::now() < deadline, "expected {n} answered deliveries within {secs} s");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
     }
 
     /// Waits until `n` deliveries came (or panics after `secs`).
@@ -108,5 +119,6 @@ async fn receive(State(shared): State<Arc<Mutex<Shared>>>, headers: HeaderMap, b
         (shared.script.pop_front().unwrap_or(shared.then), shared.delay)
     };
     tokio::time::sleep(delay).await;
+    shared.lock().unwrap().answered += 1;
     StatusCode::from_u16(status).unwrap()
 }

@@ -355,7 +355,9 @@ async fn a_late_attempt_leaves_a_newer_delivery_alone(backend: Backend) {
     // Four attempts 0.3 s apart (the test servers' retries), all failed, before the slow one answers.
     let log_path = format!("/api/v1/webhooks/{hook}/deliveries");
     eventually(&app, &log_path, |b| b["data"][0]["state"] == "failed").await;
-    tokio::time::sleep(Duration::from_secs(4)).await; // the slow receiver has answered 200 by now
+    // The slow receiver answers 200; the server records that attempt's outcome right after.
+    slow.wait_answered(1, 30).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
     let log = app.get(key, &log_path).await;
     let entry = &log.body["data"][0];
     assert_eq!(
