@@ -170,18 +170,7 @@ impl Change {
         T: Send + 'static,
         F: FnOnce(Result<Option<R>, DbError>, &mut Outbox) -> Result<T, ApiError> + Send + 'static,
     {
-        self.finish(q, None, respond).await
-    }
-
-    /// [`Change::finish_with`] for an optimistic write `q`: when it returns no row, `otherwise`
-    /// runs in its place, and `respond` gets that one's outcome.
-    pub async fn finish_with_fallback<R, T, F>(self, (q, otherwise): (Query, Query), respond: F) -> Result<T, ApiError>
-    where
-        R: FromRow + Send + 'static,
-        T: Send + 'static,
-        F: FnOnce(Result<Option<R>, DbError>, &mut Outbox) -> Result<T, ApiError> + Send + 'static,
-    {
-        self.finish(q, Some(otherwise), respond).await
+        self.finish(q, respond).await
     }
 
     /// [`Change::finish_with`] for an insert into `table` (its `id` an identity column) whose
@@ -200,13 +189,13 @@ impl Change {
     {
         let id = self.tx.reserve_id(table).await?;
         let (q, known) = insert(id);
-        let Some(row) = known else { return self.finish(q, None, respond).await };
+        let Some(row) = known else { return self.finish(q, respond).await };
         let value = respond(Ok(Some(row)), &mut self.outbox)?;
         self.commit_led_by(Some(q)).await?;
         Ok(value)
     }
 
-    async fn finish<R, T, F>(mut self, q: Query, otherwise: Option<Query>, respond: F) -> Result<T, ApiError>
+    async fn finish<R, T, F>(mut self, q: Query, respond: F) -> Result<T, ApiError>
     where
         R: FromRow + Send + 'static,
         T: Send + 'static,
@@ -214,7 +203,7 @@ impl Change {
     {
         let slot = idempotency::current();
         self.tx.notify(events::CHANNEL, self.outbox.company_id.to_string()).await?;
-        let last = LastWrite { q, otherwise, respond, outbox: self.outbox, slot: slot.clone(), row: std::marker::PhantomData };
+        let last = LastWrite { q, respond, outbox: self.outbox, slot: slot.clone(), row: std::marker::PhantomData };
         let (value, queued, stored_answer) = self.tx.commit_with(last).await?;
         finished(slot.filter(|_| stored_answer), queued);
         Ok(value)
@@ -235,8 +224,6 @@ fn finished(stored_answer: Option<idempotency::Slot>, queued: usize) {
 /// outbox's statements.
 struct LastWrite<R, F> {
     q: Query,
-    /// Runs when `q` returns no row.
-    otherwise: Option<Query>,
     respond: F,
     outbox: Outbox,
     slot: Option<idempotency::Slot>,
@@ -254,10 +241,7 @@ where
     type Error = ApiError;
 
     fn run_blocking(mut self, conn: &rusqlite::Connection) -> Result<Self::Output, ApiError> {
-        let mut row = sqlite::fetch_optional(conn, &self.q);
-        if let (Ok(None), Some(otherwise)) = (&row, &self.otherwise) {
-            row = sqlite::fetch_optional(conn, otherwise);
-        }
+        let row = sqlite::fetch_optional(conn, &self.q);
         let value = (self.respond)(row, &mut self.outbox)?;
         let stores_answer = self.slot.is_some() && self.outbox.replay.is_some();
         let queued = self.outbox.last_statements(self.slot).run_blocking(conn)?;
@@ -265,10 +249,7 @@ where
     }
 
     async fn run(mut self, tx: &mut Tx) -> Result<Self::Output, ApiError> {
-        let mut row = tx.fetch_optional(&self.q).await;
-        if let (Ok(None), Some(otherwise)) = (&row, &self.otherwise) {
-            row = tx.fetch_optional(otherwise).await;
-        }
+        let row = tx.fetch_optional(&self.q).await;
         let value = (self.respond)(row, &mut self.outbox)?;
         let stores_answer = self.slot.is_some() && self.outbox.replay.is_some();
         let queued = self.outbox.last_statements(self.slot).run(tx).await?;

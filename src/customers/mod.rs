@@ -217,28 +217,61 @@ async fn create_customer(
 }
 
 /// Update a customer (`write` or `admin` key). Omitted fields keep their value.
+///
+/// The value they have when the update is written, even when another update lands meanwhile.
 #[utoipa::path(put, path = "/api/v1/customers/{CustomerID}", tag = "customers", params(("CustomerID" = i64, Path)),
     request_body = CustomerInput,
     responses((status = 200, body = Customer, description = "The updated customer"), (status = 400, body = Problem), (status = 404, body = Problem), (status = 422, body = Problem)))]
 async fn update_customer(State(state): State<AppState>, Writer(caller): Writer, put: Replace<CustomerInput>) -> Result<One<Customer>, ApiError> {
     let Replace { id, if_match, input: body } = put;
     let current = visible_customer(&state, &caller, &id).await?;
-    let (id, current_shop) = (current.id, current.fields.shop_id);
-    let (fields, mut reader) = input::read(body?, Some(current.fields.clone()));
-    if !reader.errors.has("shop_id") && fields.shop_id != current_shop {
-        scope::body_shop(&state.db, &caller, Some(fields.shop_id), &mut reader.errors).await?;
+    let (company, id) = (caller.company_id, current.id);
+    let body = body?;
+    // First without a lock: the body over the row as read, written only where the row still
+    // holds what was read (on the columns the body leaves alone).
+    let fields = merged(&state, &caller, body.clone(), &current).await?;
+    let mut change = Change::begin(&state.db, company).await?;
+    if_match.verify::<Customer, _>(&current, store::find(change.tx(), company, id)).await?;
+    let updated = change
+        .finish_with(store::update_unless_changed(company, id, &current.fields, &fields), |row: Result<Option<CustomerRow>, DbError>, outbox| {
+            row.map_err(unique_as_invalid("customer_number"))?.map(|row| recorded(row, outbox)).transpose()
+        })
+        .await?;
+    if let Some(updated) = updated {
+        return Ok(updated);
     }
-    reader.errors.into_result()?;
-    let mut change = Change::begin(&state.db, caller.company_id).await?;
-    if_match.verify::<Customer, _>(&current, store::find(change.tx(), caller.company_id, id)).await?;
+    // Another write changed the customer since the read: the body again, over the row as it is
+    // now, read locked (it stays so until this write commits).
+    let mut change = Change::begin(&state.db, company).await?;
+    let current = store::find(change.tx(), company, id)
+        .await?
+        .filter(|c| caller.can_see_shop(c.fields.shop_id))
+        .ok_or_else(|| ApiError::not_found("Customer"))?;
+    if_match.check_current::<Customer>(&current.clone().into())?;
+    let fields = merged(&state, &caller, body, &current).await?;
     change
-        .finish_with_fallback(store::update_queries(caller.company_id, id, &current.fields, &fields), |row: Result<Option<CustomerRow>, DbError>, outbox| {
+        .finish_with(store::update_query(company, id, &fields), |row: Result<Option<CustomerRow>, DbError>, outbox| {
             let row = row.map_err(unique_as_invalid("customer_number"))?.ok_or_else(|| ApiError::not_found("Customer"))?;
-            let customer = Customer::from(row);
-            outbox.record("customer.updated", Some(customer.shop_id), &customer)?;
-            Ok(One(customer))
+            recorded(row, outbox)
         })
         .await
+}
+
+/// The fields a PUT's `body` asks for over `current`, validated.
+async fn merged(state: &AppState, caller: &Caller, body: CustomerInput, current: &CustomerRow) -> Result<store::CustomerFields, ApiError> {
+    let (fields, mut reader) = input::read(body, Some(current.fields.clone()));
+    if !reader.errors.has("shop_id") && fields.shop_id != current.fields.shop_id {
+        scope::body_shop(&state.db, caller, Some(fields.shop_id), &mut reader.errors).await?;
+    }
+    reader.errors.into_result()?;
+    Ok(fields)
+}
+
+/// The answer to an update that wrote `row`, with its event.
+fn recorded(row: CustomerRow, outbox: &mut crate::change::Outbox) -> Result<One<Customer>, ApiError> {
+    let customer = Customer::from(row);
+    outbox.record("customer.updated", Some(customer.shop_id), &customer)?;
+    Ok(One(customer))
 }
 
 /// A customer of the caller's company in a shop the key may see, from a path id; else 404.

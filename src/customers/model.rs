@@ -187,7 +187,7 @@ impl ToSchema for NewCustomer {
 /// check. Other keys are skipped as `IgnoredAny`, so they are ignored like any unknown field
 /// (the body extractor's NUL check included); a value that is not an object is kept for the
 /// reader's type error.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub enum PhoneBody {
     Object(serde_json::Map<String, Value>),
     Other(Value),
@@ -244,7 +244,7 @@ impl<'de> Deserialize<'de> for PhoneBody {
 /// response (`customer_id`, `timestamp`, `updated_at`) are ignored. `null` clears the optional
 /// fields; on the fields create requires, and on the booleans, it is a 422. Phones may come in
 /// the `phone` object or the deprecated fields; the object wins. Text is trimmed.
-#[derive(Debug, Default, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
 pub struct CustomerInput {
     /// A shop the key may see.
     #[serde(default, deserialize_with = "present")]

@@ -306,12 +306,11 @@ pub async fn update(tx: &mut Tx, company_id: i64, id: i64, f: &CustomerFields) -
     tx.fetch_optional(&update_query(company_id, id, f)).await
 }
 
-/// The `UPDATE` of a customer read as `read` to `f`, for [`crate::change::Change::finish_with`]:
-/// the first statement sets only the columns whose value changes (an index, or the search
-/// index, over untouched columns is then not rewritten: the update did half the work), and
-/// applies only while every other column still holds what was read; when the row changed
-/// since (or is gone), the second sets every column, as a full update always did.
-pub fn update_queries(company_id: i64, id: i64, read: &CustomerFields, f: &CustomerFields) -> (Query, Query) {
+/// The `UPDATE` of a customer read as `read` to `f` that sets only the columns whose value
+/// changes (an index, or the search index, over untouched columns is then not rewritten: the
+/// update did half the work), and applies only while every other column still holds what was
+/// read. No row when the customer changed since (or is gone): merge again onto a fresh read.
+pub fn update_unless_changed(company_id: i64, id: i64, read: &CustomerFields, f: &CustomerFields) -> Query {
     let new = bind_fields(Query::new(""), f).into_args();
     let old = bind_fields(Query::new(""), read).into_args();
     let mut q = Query::new("UPDATE customers SET updated_at = $3").bind(company_id).bind(id).bind(now_micros());
@@ -328,7 +327,7 @@ pub fn update_queries(company_id: i64, id: i64, read: &CustomerFields, f: &Custo
         q.push(" AND ").push(column).push(" IS NOT DISTINCT FROM ").push_bind(value);
     }
     q.push(&format!(" RETURNING {COLUMNS}"));
-    (q, update_query(company_id, id, f))
+    q
 }
 
 /// The `UPDATE` of a customer to `f`, returning its row (none when there is no such customer).

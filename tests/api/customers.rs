@@ -9,6 +9,7 @@ crate::backend_tests!(
     reports_every_invalid_customer_field,
     updates_keep_omitted_fields,
     a_partial_update_applies_only_to_the_row_it_read,
+    concurrent_updates_keep_each_others_fields,
     filters_customers,
     sorts_and_paginates_customers,
     adds_details_for_the_whole_page,
@@ -403,7 +404,7 @@ async fn documents_customer_routes(backend: Backend) {
 }
 
 /// A PUT sets only the columns it changes, and only while the row still holds what the handler
-/// read; otherwise the full update runs (the request's values over its read, as always).
+/// read; when it does not, the handler merges the body again onto the row as it is then.
 async fn a_partial_update_applies_only_to_the_row_it_read(backend: Backend) {
     use autoshop::customers::store::{self, CustomerRow};
     let app = TestApp::spawn(backend).await;
@@ -414,22 +415,19 @@ async fn a_partial_update_applies_only_to_the_row_it_read(backend: Backend) {
     let mut wanted = read.clone();
     wanted.cell_phone = "555-0909".into();
 
-    // The row changed after the read: the partial statement leaves it alone, the full one runs.
+    // The row changed after the read: the statement leaves it alone.
     app.put(key, &format!("/api/v1/customers/{id}"), json!({"first_name": "Bea"})).await.ok();
-    let (partial, full) = store::update_queries(app.company_id, id, &read, &wanted);
     let mut tx = app.db.begin().await.unwrap();
-    assert!(tx.fetch_optional::<CustomerRow>(&partial).await.unwrap().is_none(), "applied to a row it did not read");
-    let row = tx.fetch_optional::<CustomerRow>(&full).await.unwrap().unwrap();
-    assert_eq!((row.fields.first_name.as_str(), row.fields.cell_phone.as_str()), ("Ann", "555-0909"));
+    let stale = store::update_unless_changed(app.company_id, id, &read, &wanted);
+    assert!(tx.fetch_optional::<CustomerRow>(&stale).await.unwrap().is_none(), "applied to a row it did not read");
     drop(tx);
 
-    // On the row as read, the partial statement applies and keeps every other column.
+    // On the row as read, it applies and keeps every other column.
     let read = store::find(&app.db, app.company_id, id).await.unwrap().unwrap().fields;
     let mut wanted = read.clone();
     wanted.cell_phone = "555-0707".into();
-    let (partial, _) = store::update_queries(app.company_id, id, &read, &wanted);
     let mut tx = app.db.begin().await.unwrap();
-    let row = tx.fetch_optional::<CustomerRow>(&partial).await.unwrap().unwrap();
+    let row = tx.fetch_optional::<CustomerRow>(&store::update_unless_changed(app.company_id, id, &read, &wanted)).await.unwrap().unwrap();
     assert_eq!(row.fields.first_name, "Bea");
     assert_eq!(row.fields.cell_phone, "555-0707");
     drop(tx);
@@ -444,4 +442,39 @@ async fn a_partial_update_applies_only_to_the_row_it_read(backend: Backend) {
     assert_eq!(found("5550101").await, Some(0));
     app.put(key, &format!("/api/v1/customers/{id}"), json!({"comments": "called"})).await.ok();
     assert_eq!(found("5550303").await, Some(1));
+}
+
+/// Updates of different fields of one customer, sent together through two servers: each one's
+/// omitted fields keep the value they have when it is written, so every field ends as the one
+/// update that set it asked (none is put back to what another update read before it).
+async fn concurrent_updates_keep_each_others_fields(backend: Backend) {
+    let app = std::sync::Arc::new(TestApp::spawn(backend).await);
+    let key = app.admin_key.clone();
+    let shop = app.create_shop(&key, "A", "UTC").await;
+    let id = create_customer(&app, &key, shop, "Ann", "Lee", json!({})).await;
+    let replica = app.spawn_replica().await;
+    let fields = ["first_name", "last_name", "address", "city", "comments", "customer_type"];
+    let mut lost = Vec::new();
+    for round in 0..30 {
+        let mut puts = Vec::new();
+        for (n, field) in fields.iter().enumerate() {
+            let (app, key) = (app.clone(), key.clone());
+            let base = if (n + round) % 2 == 0 { app.base.clone() } else { replica.clone() };
+            let body = json!({ *field: format!("{field} {round}") });
+            puts.push(tokio::spawn(async move {
+                let r = app.client.put(format!("{base}/api/v1/customers/{id}")).bearer_auth(&key).json(&body).send().await.unwrap();
+                r.status().as_u16()
+            }));
+        }
+        for put in puts {
+            assert_eq!(put.await.unwrap(), 200);
+        }
+        let customer = app.get(&key, &format!("/api/v1/customers/{id}")).await.ok().clone();
+        for field in fields {
+            if customer[field] != json!(format!("{field} {round}")) {
+                lost.push((round, field, customer[field].clone()));
+            }
+        }
+    }
+    assert!(lost.is_empty(), "updates lost: {lost:?}");
 }
