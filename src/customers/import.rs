@@ -53,35 +53,74 @@ pub struct ImportOptions {
     pub match_number: bool,
 }
 
-/// One data row, read: its number (from 1), what to write, and the customer it updates.
+/// One data row, read: its number (from 1), what to write, and the customer it updates (as read).
 struct Row {
     number: usize,
     fields: CustomerFields,
-    updates: Option<i64>,
+    updates: Option<CustomerRow>,
     /// Its `shop_id` is still to be checked against the company and the key's shops, as
     /// `POST` and `PUT` check theirs (a new shop, read without error).
     check_shop: bool,
 }
 
 /// Validates the whole file, then writes it in one transaction with an event per customer.
+/// With `?match=customer_number`, a row that updates a customer is merged onto that customer as
+/// it is when written (as a customer `PUT` is): the file is checked against the customers as
+/// read, and if one of them changes before the write, checked again against them read locked.
 pub async fn run(db: &Db, caller: &Caller, file: &[u8], options: ImportOptions) -> Result<ImportSummary, ApiError> {
+    let (header, records) = parse(file, &options)?;
+    let numbers = numbers(&header, &records);
+    let existing = store::by_numbers(db, caller.company_id, &numbers).await?;
+    let rows = check(db, caller, &header, records, &options, &existing).await?;
+    drop(existing);
+    if let Some(summary) = write(Change::begin(db, caller.company_id).await?, rows, Updates::UnlessChanged).await? {
+        return Ok(summary);
+    }
+    let (header, records) = parse(file, &options)?;
+    let mut change = Change::begin(db, caller.company_id).await?;
+    let existing = store::by_numbers(change.tx(), caller.company_id, &numbers).await?;
+    let rows = check(db, caller, &header, records, &options, &existing).await?;
+    write(change, rows, Updates::Locked).await?.ok_or_else(|| ApiError::Internal("a locked import found its customers changed".into()))
+}
+
+/// Data records with their line numbers.
+type Records = Vec<(usize, Vec<String>)>;
+
+/// The file's header, checked, and its data records.
+fn parse(file: &[u8], options: &ImportOptions) -> Result<(Vec<String>, Records), ApiError> {
     let records = csv::parse(file).map_err(|e| ApiError::invalid("file", format!("The file is not valid CSV: {e}.")))?;
     let mut records = records.into_iter();
     let Some((_, header)) = records.next() else {
         return Err(ApiError::invalid("header", "The file is empty: the first line must name the columns."));
     };
-    let records: Vec<(usize, Vec<String>)> = records.collect();
+    let records: Records = records.collect();
     if records.len() > MAX_ROWS {
         return Err(ApiError::PayloadTooLarge(format!("The file has {} data rows; an import takes at most {MAX_ROWS}.", records.len())));
     }
-    let header = check_header(header, &options)?;
+    Ok((check_header(header, options)?, records))
+}
 
-    let number_column = header.iter().position(|h| h == "customer_number");
-    let number_of = |cells: &[String]| number_column.and_then(|i| cells.get(i)).map(|c| c.trim()).filter(|c| !c.is_empty()).map(str::to_owned);
-    let numbers: Vec<String> = records.iter().filter_map(|(_, cells)| number_of(cells)).collect();
-    let existing = store::by_numbers(db, caller.company_id, &numbers).await?;
+/// A record's `customer_number`, trimmed, when it has one.
+fn number_of<'a>(header: &[String], cells: &'a [String]) -> Option<&'a str> {
+    let column = header.iter().position(|h| h == "customer_number")?;
+    cells.get(column).map(|c| c.trim()).filter(|c| !c.is_empty())
+}
+
+fn numbers(header: &[String], records: &Records) -> Vec<String> {
+    records.iter().filter_map(|(_, cells)| number_of(header, cells)).map(str::to_owned).collect()
+}
+
+/// Every record validated (against `existing`, the company's customers with the file's
+/// numbers), or the 422 that lists the rows' errors.
+async fn check(
+    db: &Db,
+    caller: &Caller,
+    header: &[String],
+    records: Records,
+    options: &ImportOptions,
+    existing: &[CustomerRow],
+) -> Result<Vec<Row>, ApiError> {
     let existing: HashMap<&str, &CustomerRow> = existing.iter().map(|c| (c.fields.customer_number.as_str(), c)).collect();
-
     let mut errors = RowErrors::default();
     let mut rows = Vec::with_capacity(records.len());
     let mut seen_numbers: HashMap<String, usize> = HashMap::new();
@@ -94,7 +133,7 @@ pub async fn run(db: &Db, caller: &Caller, file: &[u8], options: ImportOptions) 
             errors.add(number, row_errors);
             continue;
         }
-        let matched = number_of(&cells).and_then(|n| existing.get(n.as_str()).copied());
+        let matched = number_of(header, &cells).and_then(|n| existing.get(n).copied());
         let updates = match matched {
             Some(found) if options.match_number && !caller.can_see_shop(found.fields.shop_id) => {
                 row_errors.add("customer_number", "The customer_number matches a customer in a shop this key cannot access.");
@@ -111,7 +150,7 @@ pub async fn run(db: &Db, caller: &Caller, file: &[u8], options: ImportOptions) 
             // No database stores a NUL in text (PostgreSQL refuses it), as for a JSON body.
             row_errors.add(name, format!("The {name} field must not contain NUL characters."));
         }
-        let body = row_body(&header, &cells, options.shop_id);
+        let body = row_body(header, &cells, options.shop_id);
         let input: CustomerInput = serde_json::from_value(Value::Object(body)).unwrap_or_default();
         let (fields, reader) = input::read(input, updates.map(|c| c.fields.clone()));
         let check_shop = !reader.errors.has("shop_id") && updates.is_none_or(|c| c.fields.shop_id != fields.shop_id);
@@ -122,11 +161,11 @@ pub async fn run(db: &Db, caller: &Caller, file: &[u8], options: ImportOptions) 
             }
         }
         errors.add(number, row_errors);
-        rows.push(Row { number, fields, updates: updates.map(|c| c.id), check_shop });
+        rows.push(Row { number, fields, updates: updates.cloned(), check_shop });
     }
     check_shops(db, caller, &rows, &mut errors).await?;
     errors.into_result()?;
-    write(db, caller.company_id, rows).await
+    Ok(rows)
 }
 
 /// The header's columns, checked: every name known, none twice, the required ones there.
@@ -225,11 +264,21 @@ async fn check_shops(db: &Db, caller: &Caller, rows: &[Row], errors: &mut RowErr
     Ok(())
 }
 
-/// Creates and updates in one transaction, each customer with its event.
-async fn write(db: &Db, company_id: i64, rows: Vec<Row>) -> Result<ImportSummary, ApiError> {
-    let (updates, creates): (Vec<Row>, Vec<Row>) = rows.into_iter().partition(|r| r.updates.is_some());
+/// How [`write`] updates the customers a file matched.
+#[derive(PartialEq)]
+enum Updates {
+    /// Only while each still holds what was read before the transaction.
+    UnlessChanged,
+    /// Whatever they hold: they were read locked in this transaction.
+    Locked,
+}
+
+/// Creates and updates in one transaction, each customer with its event; `None` (nothing
+/// written) when a customer to update changed since it was read.
+async fn write(mut change: Change, rows: Vec<Row>, how: Updates) -> Result<Option<ImportSummary>, ApiError> {
+    let company_id = change.company_id();
+    let (mut updates, creates): (Vec<Row>, Vec<Row>) = rows.into_iter().partition(|r| r.updates.is_some());
     let creates: Vec<CustomerFields> = creates.into_iter().map(|r| r.fields).collect();
-    let mut change = Change::begin(db, company_id).await?;
     let now = now_micros();
     let mut created = 0;
     for chunk in creates.chunks(INSERT_CHUNK) {
@@ -242,11 +291,18 @@ async fn write(db: &Db, company_id: i64, rows: Vec<Row>) -> Result<ImportSummary
             created += 1;
         }
     }
+    // In id order, as the locked read took them: two imports wait for each other, never deadlock.
+    updates.sort_by_key(|r| r.updates.as_ref().map(|c| c.id));
     let mut updated = 0;
     for row in &updates {
-        let id = row.updates.unwrap_or_default();
-        let Some(stored) = store::update(change.tx(), company_id, id, &row.fields).await.map_err(unique_as_invalid("customer_number"))? else {
-            continue;
+        let Some(read) = &row.updates else { continue };
+        let q = match how {
+            Updates::UnlessChanged => store::update_unless_changed(company_id, read.id, &read.fields, &row.fields),
+            Updates::Locked => store::update_query(company_id, read.id, &row.fields),
+        };
+        let stored: Option<CustomerRow> = change.tx().fetch_optional(&q).await.map_err(unique_as_invalid("customer_number"))?;
+        let Some(stored) = stored else {
+            return Ok(None);
         };
         let customer = Customer::from(stored);
         change.record("customer.updated", Some(customer.shop_id), &customer)?;
@@ -255,7 +311,7 @@ async fn write(db: &Db, company_id: i64, rows: Vec<Row>) -> Result<ImportSummary
     let summary = ImportSummary { created, updated };
     change.replay_as(axum::http::StatusCode::CREATED, None, &summary)?;
     change.commit().await?;
-    Ok(summary)
+    Ok(Some(summary))
 }
 
 /// The errors of the rows, keyed `row N.field`; past [`MAX_ROWS_REPORTED`] rows, only counted.

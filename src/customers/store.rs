@@ -218,14 +218,16 @@ pub async fn by_ids(db: &Db, company_id: i64, ids: &[i64]) -> Result<Vec<Custome
     db.fetch_all(&q).await
 }
 
-/// The company's customers with these (non-empty) numbers.
-pub async fn by_numbers(db: &Db, company_id: i64, numbers: &[String]) -> Result<Vec<CustomerRow>, DbError> {
+/// The company's customers with these (non-empty) numbers, in id order (locked, from a
+/// transaction).
+pub async fn by_numbers(from: impl Into<Reader<'_>>, company_id: i64, numbers: &[String]) -> Result<Vec<CustomerRow>, DbError> {
+    let mut from = from.into();
     let mut out = Vec::new();
     for chunk in numbers.chunks(500) {
         let mut q = Query::new(format!("SELECT {COLUMNS} FROM customers WHERE company_id = $1 AND customer_number <> '' AND customer_number IN "))
             .bind(company_id);
-        q.push_in_list(chunk);
-        out.extend(db.fetch_all::<CustomerRow>(&q).await?);
+        q.push_in_list(chunk).push(" ORDER BY id");
+        out.extend(from.again().fetch_all::<CustomerRow>(q).await?);
     }
     Ok(out)
 }
@@ -299,11 +301,6 @@ pub fn insert_many_query(company_id: i64, rows: &[CustomerFields], now: i64) -> 
 /// `Err(DbError::Unique)` when the company already has a customer with that `customer_number`.
 pub async fn insert(tx: &mut Tx, company_id: i64, f: &CustomerFields, now: i64) -> Result<CustomerRow, DbError> {
     tx.fetch_optional(&insert_query(company_id, f, now)).await?.ok_or(DbError::NoRow)
-}
-
-/// `Err(DbError::Unique)` on a duplicate `customer_number`; `None` when no such customer.
-pub async fn update(tx: &mut Tx, company_id: i64, id: i64, f: &CustomerFields) -> Result<Option<CustomerRow>, DbError> {
-    tx.fetch_optional(&update_query(company_id, id, f)).await
 }
 
 /// The `UPDATE` of a customer read as `read` to `f` that sets only the columns whose value

@@ -545,6 +545,30 @@ impl Reader<'_> {
     }
 }
 
+impl Reader<'_> {
+    /// The same reader for one more statement.
+    pub fn again(&mut self) -> Reader<'_> {
+        match self {
+            Reader::Db(db) => Reader::Db(db),
+            Reader::Locked(tx) => Reader::Locked(tx),
+        }
+    }
+
+    /// Every row of `q`, locked when read in a transaction (give `q` an `ORDER BY` there, so two
+    /// transactions lock shared rows in one order).
+    pub async fn fetch_all<T: FromRow>(self, mut q: Query) -> Result<Vec<T>, DbError> {
+        match self {
+            Reader::Db(db) => db.fetch_all(&q).await,
+            Reader::Locked(tx) => {
+                if matches!(tx, Tx::Postgres(_)) {
+                    q.push(" FOR UPDATE");
+                }
+                tx.fetch_all(&q).await
+            }
+        }
+    }
+}
+
 impl<'a> From<&'a Db> for Reader<'a> {
     fn from(db: &'a Db) -> Self {
         Reader::Db(db)

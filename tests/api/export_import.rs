@@ -16,6 +16,7 @@ crate::backend_tests!(
     an_export_imports_into_another_company_unchanged,
     imports_are_all_or_nothing_with_row_keyed_errors,
     imports_match_customers_by_number,
+    matching_imports_and_updates_keep_each_others_fields,
     imports_check_roles_shops_sizes_and_content_types,
     keyed_imports_write_once,
 );
@@ -344,4 +345,76 @@ async fn keyed_imports_write_once(backend: Backend) {
 /// A header and one valid row for `shop`.
 fn customer_csv_row(shop: i64) -> String {
     format!("shop_id,business_name,first_name,last_name,address,city,state,zip\r\n{shop},,Ann,Lee,1 Main,Town,IL,1")
+}
+
+/// A matching import and customer updates sent together through two servers: the import's rows
+/// are merged onto each customer as it is when written, so neither the file's column nor the
+/// updates' is lost (each round: the file sets every customer's `city`, the updates `comments`).
+async fn matching_imports_and_updates_keep_each_others_fields(backend: Backend) {
+    // Some 400 requests in a few seconds would trip the per-key rate limit.
+    let config = AppConfig { rate_limit: 0.0, ..test_config() };
+    let app = std::sync::Arc::new(TestApp::spawn_with(backend, config.clone()).await);
+    let key = app.admin_key.clone();
+    let shop = app.create_shop(&key, "A", "UTC").await;
+    // Enough customers that checking the file takes a while, for the updates to land in.
+    let file: String = std::iter::once("shop_id,customer_number,business_name,first_name,last_name,address,city,state,zip\r\n".to_owned())
+        .chain((0..400).map(|n| format!("{shop},C-{n},,Ann,Lee,1 Main,Town,IL,1\r\n")))
+        .collect();
+    assert_eq!(import(&app, &key, "", &file).await.status, 201);
+    let numbers: Vec<String> = (0..400).map(|n| format!("C-{n}")).collect();
+    let customers = autoshop::customers::store::by_numbers(&app.db, app.company_id, &numbers).await.unwrap();
+    let number = |c: &autoshop::customers::store::CustomerRow| c.fields.customer_number[2..].parse::<usize>().unwrap();
+    let mut ids = vec![0; 400];
+    for c in &customers {
+        ids[number(c)] = c.id;
+    }
+    let updated: Vec<usize> = (0..400).step_by(37).collect();
+    let replica = app.spawn_replica_with(config).await;
+    let mut lost = Vec::new();
+    for round in 0..20 {
+        let file: String = std::iter::once("customer_number,city\r\n".to_owned())
+            .chain((0..ids.len()).map(|n| format!("C-{n},City {round}\r\n")))
+            .collect();
+        let mut requests = Vec::new();
+        let (app_1, key_1, base) = (app.clone(), key.clone(), if round % 2 == 0 { app.base.clone() } else { replica.clone() });
+        requests.push(tokio::spawn(async move {
+            let r = app_1.client.post(format!("{base}/api/v1/customers/import?match=customer_number")).bearer_auth(&key_1)
+                .header("content-type", "text/csv").body(file).send().await.unwrap();
+            r.status().as_u16()
+        }));
+        for (i, &n) in updated.iter().enumerate() {
+            let (app, key, id) = (app.clone(), key.clone(), ids[n]);
+            let base = if (i + round) % 2 == 0 { app.base.clone() } else { replica.clone() };
+            // Spread over the import's read, check and write.
+            let lag = std::time::Duration::from_micros(((i * 7 + round * 3) % 10) as u64 * 400);
+            requests.push(tokio::spawn(async move {
+                tokio::time::sleep(lag).await;
+                let body = json!({"comments": format!("Note {round}")});
+                let r = app.client.put(format!("{base}/api/v1/customers/{id}")).bearer_auth(&key).json(&body).send().await.unwrap();
+                r.status().as_u16()
+            }));
+        }
+        let statuses: Vec<u16> = futures_join(requests).await;
+        assert_eq!(statuses[0], 201, "the import");
+        assert!(statuses[1..].iter().all(|s| *s == 200), "the updates: {statuses:?}");
+        let now = autoshop::customers::store::by_numbers(&app.db, app.company_id, &numbers).await.unwrap();
+        for customer in &now {
+            let n = number(customer);
+            if customer.fields.city != format!("City {round}") {
+                lost.push((round, n, "city", customer.fields.city.clone()));
+            }
+            if updated.contains(&n) && customer.fields.comments != format!("Note {round}") {
+                lost.push((round, n, "comments", customer.fields.comments.clone()));
+            }
+        }
+    }
+    assert!(lost.is_empty(), "updates lost: {lost:?}");
+}
+
+async fn futures_join(handles: Vec<tokio::task::JoinHandle<u16>>) -> Vec<u16> {
+    let mut out = Vec::new();
+    for h in handles {
+        out.push(h.await.unwrap());
+    }
+    out
 }
