@@ -172,6 +172,10 @@ async fn revoke_key(State(state): State<AppState>, CompanyAdmin(caller): Company
         return Err(ApiError::invalid("id", "A key cannot revoke itself; revoke it with another admin key."));
     }
     let mut change = Change::begin(&state.db, caller.company_id).await?;
+    // The caller was authenticated before this transaction: a key revoked since must not revoke.
+    if !store::lock_revoker(change.tx(), caller.company_id, id, caller.key_id).await? {
+        return Err(ApiError::Unauthorized("The API key is not valid or has been revoked.".into()));
+    }
     if if_match.is_present() {
         let current = store::find(change.tx(), caller.company_id, id).await?.ok_or_else(|| ApiError::not_found("API key"))?;
         if_match.check_current::<ApiKeyRecord>(&current.into())?;

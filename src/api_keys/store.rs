@@ -62,6 +62,18 @@ pub enum Revocation {
     NotFound,
 }
 
+/// Locks the revoking key `by` and the key `id` to revoke, in id order, and answers whether `by`
+/// is still unrevoked. Of two admin keys revoking each other at once, the second to lock finds
+/// itself revoked (and must stop), so the company keeps an admin key.
+pub async fn lock_revoker(tx: &mut Tx, company_id: i64, id: i64, by: i64) -> Result<bool, DbError> {
+    let both = Query::new("SELECT id, revoked_at FROM api_keys WHERE company_id = $1 AND id IN ($2, $3) ORDER BY id")
+        .bind(company_id)
+        .bind(id)
+        .bind(by);
+    let keys: Vec<(i64, Option<i64>)> = Reader::Locked(tx).fetch_all(both).await?;
+    Ok(keys.iter().any(|(key, revoked)| *key == by && revoked.is_none()))
+}
+
 /// Revokes a key of the company. The revocation and its notice to every replica's key cache
 /// commit together.
 pub async fn revoke(tx: &mut Tx, company_id: i64, id: i64) -> Result<Revocation, DbError> {
@@ -72,7 +84,14 @@ pub async fn revoke(tx: &mut Tx, company_id: i64, id: i64) -> Result<Revocation,
     .bind(id)
     .bind(now_micros());
     if let Some(row) = tx.fetch_optional::<KeyRecordRow>(&q).await? {
-        tx.notify(REVOCATION_CHANNEL, id.to_string()).await?;
+        if tx.is_sqlite() {
+            tx.notify(REVOCATION_CHANNEL, id.to_string()).await?;
+        } else {
+            // In the transaction, not after it like other notices (`Tx::notify`): PostgreSQL
+            // delivers it when, and only if, the revocation commits, so it cannot be lost.
+            let notice = Query::new("SELECT pg_notify($1, $2)").bind(REVOCATION_CHANNEL).bind(id.to_string());
+            tx.execute(&notice).await?;
+        }
         return Ok(Revocation::Revoked(row));
     }
     let q = Query::new("SELECT id FROM api_keys WHERE company_id = $1 AND id = $2").bind(company_id).bind(id);

@@ -13,6 +13,7 @@ crate::backend_tests!(
     rate_limits_are_per_key_and_reported_on_every_response,
     revocation_is_immediate_on_every_replica,
     roles_are_checked_before_the_body,
+    two_admin_keys_revoking_each_other_leave_one,
 );
 
 async fn keys_are_shown_once_listed_without_secrets_and_revoked_at_once(backend: Backend) {
@@ -222,4 +223,62 @@ async fn roles_are_checked_before_the_body(backend: Backend) {
         let status = malformed(key, method.clone(), path.clone()).await.unwrap().status();
         assert_eq!(status, 403, "{method} {path}");
     }
+}
+
+/// Two admin keys that revoke each other at the same moment, through two servers: one wins and
+/// the other gets 401 (it was revoked first), so the company never loses both. Each key is used
+/// once before, so both servers hold it in their key cache.
+async fn two_admin_keys_revoking_each_other_leave_one(backend: Backend) {
+    let config = AppConfig { rate_limit: 0.0, ..crate::support::test_config() };
+    let app = std::sync::Arc::new(TestApp::spawn_with(backend, config.clone()).await);
+    let replica = app.spawn_replica_with(config).await;
+    let mut outcomes = std::collections::BTreeMap::new();
+    for round in 0..24 {
+        let mut keys = Vec::new();
+        for _ in 0..2 {
+            let r = app.post(&app.admin_key, "/api/v1/api_keys", json!({"name": "admin", "role": "admin"})).await;
+            keys.push((r.body["id"].as_i64().unwrap(), r.body["api_key"].as_str().unwrap().to_owned()));
+        }
+        for (_, key) in &keys {
+            for base in [&app.base, &replica] {
+                let r = app.client.get(format!("{base}/api/v1/bays")).bearer_auth(key).send().await.unwrap();
+                assert_eq!(r.status(), 200);
+            }
+        }
+        let mut revocations = Vec::new();
+        for (n, (revoker, revoked)) in [(&keys[0], &keys[1]), (&keys[1], &keys[0])].into_iter().enumerate() {
+            let (app, key, target) = (app.clone(), revoker.1.clone(), revoked.0);
+            let base = if (n + round) % 2 == 0 { app.base.clone() } else { replica.clone() };
+            revocations.push(tokio::spawn(async move {
+                let r = app.client.delete(format!("{base}/api/v1/api_keys/{target}")).bearer_auth(&key).send().await.unwrap();
+                r.status().as_u16()
+            }));
+        }
+        let mut statuses = Vec::new();
+        for r in revocations {
+            statuses.push(r.await.unwrap());
+        }
+        statuses.sort();
+        assert_ne!(statuses, vec![204, 204], "round {round}: both admin keys revoked each other");
+        // Exactly one key still works on both servers (PostgreSQL tells the other server of
+        // the revocation asynchronously, within milliseconds).
+        let mut working = 0;
+        for _ in 0..40 {
+            working = 0;
+            for (_, key) in &keys {
+                for base in [&app.base, &replica] {
+                    let r = app.client.get(format!("{base}/api/v1/bays")).bearer_auth(key).send().await.unwrap();
+                    working += usize::from(r.status() == 200);
+                }
+            }
+            if working == 2 {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+        assert_eq!(working, 2, "round {round}: {statuses:?}");
+        *outcomes.entry(statuses).or_insert(0) += 1;
+    }
+    // Both orders of arrival were seen: the race was run, not avoided.
+    assert!(outcomes.contains_key(&vec![204, 401]), "{outcomes:?}");
 }
