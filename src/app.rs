@@ -110,8 +110,14 @@ pub fn build(db: Db, config: AppConfig) -> Router {
 /// middleware runs the three, as [`guard`] does around every route: each layer made with
 /// `from_fn` clones and boxes the service behind it on every request.
 async fn api_checks(State(state): State<AppState>, request: Request, next: Next) -> Response {
-    auth::require_key(&state, request, |request| {
+    auth::require_key(&state, request, |request| async {
+        // Every parameter of an API path is an id, and an id that is not even text (`%FF`) names
+        // nothing: 404, as any other id that is not an integer (axum would answer 400).
+        if !crate::extract::decodes_to_utf8(request.uri().path()) {
+            return ApiError::not_found("Resource").into_response();
+        }
         crate::idempotency::replay_or_run(&state, request, |request| crate::conditional::honour_if_none_match(request, |request| next.run(request)))
+            .await
     })
     .await
 }

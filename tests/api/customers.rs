@@ -186,6 +186,13 @@ async fn updates_keep_omitted_fields(backend: Backend) {
     app.put(key, "/api/v1/customers/999999", json!({})).await.problem(404);
     app.put(key, "/api/v1/customers/abc", json!({})).await.problem(404);
     app.get(key, "/api/v1/customers/0").await.problem(404);
+    // An id that does not decode to text is no id either, on every route and method; the key
+    // is still checked first.
+    app.get(key, "/api/v1/customers/%FF").await.problem(404);
+    app.put(key, "/api/v1/customers/%C3", json!({})).await.problem(404);
+    app.get(key, "/api/v1/customers/1/ship_tos/%FF").await.problem(404);
+    app.delete(key, "/api/v1/appointments/%FF").await.problem(404);
+    app.get("ask_not_a_key", "/api/v1/customers/%FF").await.problem(401);
 }
 
 async fn set_updated_at(app: &TestApp, id: i64, micros: i64) {
