@@ -4,8 +4,10 @@ use crate::{
     db::{Db, DbError, Query, Reader, Rows, ShopFilter, Tx, page::{PageRequest, Sort, fetch_page}},
 };
 
-/// Sortable fields and their columns.
-pub const SORTS: &[Sort] = &[("reference", "reference"), ("due_date", "due_date"), ("date", "date"), ("actual_date", "actual_date")];
+/// Sortable fields and their columns. `reference` has no lower-cased column: `lower()` lowers
+/// ASCII letters alone on both databases (SQLite's built-in; PostgreSQL's under the column's
+/// "C" collation), so the order is the same on both.
+pub const SORTS: &[Sort] = &[("reference", "lower(reference)"), ("due_date", "due_date"), ("date", "date"), ("actual_date", "actual_date")];
 
 /// A stored entry: its id and customer, the fields a create sets, and what payments change.
 #[derive(Debug, Clone, crate::db::FromRow)]

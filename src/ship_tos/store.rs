@@ -4,8 +4,10 @@ use crate::{
     db::{Db, DbError, Query, Reader, Rows, Tx, now_micros, page::{PageRequest, Sort, fetch_page}},
 };
 
-/// Sortable fields and their columns.
-pub const SORTS: &[Sort] = &[("number", "number"), ("name", "name_key")];
+/// Sortable fields and their columns. `number` has no lower-cased column: `lower()` lowers ASCII
+/// letters alone on both databases (SQLite's built-in; PostgreSQL's under the column's "C"
+/// collation), so the order is the same on both.
+pub const SORTS: &[Sort] = &[("number", "lower(number)"), ("name", "name_key")];
 
 /// A stored ship-to: its id and customer, then the fields a write sets.
 #[derive(Debug, Clone, crate::db::FromRow)]

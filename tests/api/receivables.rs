@@ -5,7 +5,12 @@ use crate::{
     support::{Backend, TestApp},
 };
 
-crate::backend_tests!(creates_entries_and_records_payments, filters_and_sorts_entries, entries_follow_roles_scope_and_company);
+crate::backend_tests!(
+    creates_entries_and_records_payments,
+    filters_and_sorts_entries,
+    entries_follow_roles_scope_and_company,
+    references_sort_ignoring_case
+);
 
 fn entry(shop: i64, reference: &str, date: &str, due: &str, amount: f64) -> Value {
     json!({"shop_id": shop, "reference": reference, "date": date, "due_date": due, "amount": amount})
@@ -128,7 +133,8 @@ async fn filters_and_sorts_entries(backend: Backend) {
     app.get(key, &format!("{base}?filter[shop_id]=999999")).await.problem(404);
     app.get(key, &format!("{base}?filter[amount]=1")).await.problem(400);
     // Sorts, with the id tie-break.
-    assert_eq!(ids("sort=reference").await, vec![e2, e1, e3]);
+    // Ignoring case, as every text sort: inv-1, INV-10, INV-2.
+    assert_eq!(ids("sort=reference").await, vec![e3, e2, e1]);
     assert_eq!(ids("sort=date").await, vec![e1, e3, e2]);
     assert_eq!(ids("sort=-due_date").await, vec![e3, e2, e1]);
     assert_eq!(ids("sort=actual_date").await, vec![e1, e3, e2]);
@@ -182,4 +188,16 @@ async fn entries_follow_roles_scope_and_company(backend: Backend) {
     app.post(&other, &format!("{base}/{in_a}/payments"), json!({"amount": 1, "date": "2024-01-02"})).await.problem(404);
     app.post(admin, &base, entry(other_shop, "X", "2024-01-01", "2024-01-31", 1.0)).await.invalid("shop_id");
     assert_eq!(app.get(admin, &format!("{base}/{in_a}")).await.body["balance"], json!(10.0));
+}
+
+/// `sort=reference` ignores case, as every text sort does (docs/api.md, "Lists").
+async fn references_sort_ignoring_case(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let shop = app.create_shop(&app.admin_key, "A", "UTC").await;
+    let c = create_customer(&app, &app.admin_key, shop, "Ann", "Lee", json!({})).await;
+    let upper = create(&app, c, entry(shop, "Z-1", "2024-01-10", "2024-02-10", 10.0)).await;
+    let lower = create(&app, c, entry(shop, "a-2", "2024-01-10", "2024-02-10", 10.0)).await;
+    let path = format!("/api/v1/customers/{c}/accounts_receivable");
+    assert_eq!(app.get(&app.admin_key, &format!("{path}?sort=reference")).await.ids("id"), vec![lower, upper]);
+    assert_eq!(app.get(&app.admin_key, &format!("{path}?sort=-reference")).await.ids("id"), vec![upper, lower]);
 }

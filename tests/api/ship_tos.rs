@@ -5,7 +5,7 @@ use crate::{
     support::{Backend, TestApp},
 };
 
-crate::backend_tests!(creates_lists_and_updates_ship_tos, validates_ship_to_bodies, ship_tos_belong_to_their_customer);
+crate::backend_tests!(creates_lists_and_updates_ship_tos, validates_ship_to_bodies, ship_tos_belong_to_their_customer, numbers_sort_ignoring_case);
 
 fn body(number: &str, name: &str) -> Value {
     json!({"number": number, "name": name, "address": "2 Dock Rd", "city": "Port", "state": "IL", "zip": "60000",
@@ -135,4 +135,17 @@ async fn ship_tos_belong_to_their_customer(backend: Backend) {
     app.post(&other, &format!("/api/v1/customers/{ca}/ship_tos"), body("4", "x")).await.problem(404);
     app.put(&other, &format!("/api/v1/customers/{ca}/ship_tos/{sa}"), body("4", "x")).await.problem(404);
     assert_eq!(app.get(admin, &format!("/api/v1/customers/{ca}/ship_tos/{sa}")).await.body["name"], "A site");
+}
+
+/// `sort=number` ignores case, as every text sort does (docs/api.md, "Lists").
+async fn numbers_sort_ignoring_case(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let key = &app.admin_key;
+    let shop = app.create_shop(key, "A", "UTC").await;
+    let c = create_customer(&app, key, shop, "Ann", "Lee", json!({})).await;
+    let upper = create(&app, key, c, "B1", "one").await;
+    let lower = create(&app, key, c, "a2", "two").await;
+    let path = format!("/api/v1/customers/{c}/ship_tos");
+    assert_eq!(app.get(key, &format!("{path}?sort=number")).await.ids("id"), vec![lower, upper]);
+    assert_eq!(app.get(key, &format!("{path}?sort=-number")).await.ids("id"), vec![upper, lower]);
 }
