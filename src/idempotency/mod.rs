@@ -23,7 +23,7 @@ use axum::{
 use sha2::{Digest, Sha256};
 
 use crate::{
-    auth::Caller,
+    auth::{Caller, Role},
     db::{Db, now_micros},
     error::ApiError,
     state::AppState,
@@ -93,6 +93,11 @@ pub async fn replay_or_run<F: Future<Output = Response>>(state: &AppState, reque
     let Some(caller) = request.extensions().get::<Caller>().cloned() else {
         return next(request).await;
     };
+    // Every POST needs a `write` key at least: a `read` key's goes straight to its handler,
+    // which refuses it (403) before reading the body, as without a key.
+    if caller.require(Role::Write).is_err() {
+        return next(request).await;
+    }
     let limit = state.config.body_limit_for(request.uri().path());
     let (parts, body) = request.into_parts();
     let bytes = match to_bytes(body, limit).await {

@@ -223,6 +223,21 @@ async fn roles_are_checked_before_the_body(backend: Backend) {
         let status = malformed(key, method.clone(), path.clone()).await.unwrap().status();
         assert_eq!(status, 403, "{method} {path}");
     }
+    // With an `Idempotency-Key`, whose body is read before the handler runs, a `read` key is
+    // still refused before its body: a body over the limit, of the wrong type or malformed.
+    for (content_type, body) in [("application/json", "{bad".to_owned()), ("text/plain", "x".repeat(2 << 20)), ("application/json", "x".repeat(2 << 20))] {
+        let r = app
+            .client
+            .post(format!("{}/api/v1/appointments", app.base))
+            .bearer_auth(&read)
+            .header("content-type", content_type)
+            .header("idempotency-key", "k-1")
+            .body(body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 403, "{content_type}");
+    }
 }
 
 /// Two admin keys that revoke each other at the same moment, through two servers: one wins and
