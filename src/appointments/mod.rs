@@ -162,20 +162,49 @@ async fn update_appointment(State(state): State<AppState>, Writer(caller): Write
     if input.hold_id.is_some() {
         return Err(ApiError::invalid("hold_id", "The hold_id field is accepted only when creating an appointment."));
     }
+    let company = caller.company_id;
+    // First over the row as read outside the transaction, written only while it still holds
+    // that: an omitted optional field keeps the value it has when the update is written.
+    let valid = validation::validate(&state.db, &state.shops, &caller, input.clone(), Some(&current)).await?;
+    let mut change = Change::begin(&state.db, company).await?;
+    if if_match.is_present() {
+        let locked = store::find(change.tx(), company, current.id).await?;
+        // Deleted meanwhile: read-only whatever If-Match says (409, not 412).
+        if locked.as_ref().is_some_and(|a| a.deleted_at.is_some()) {
+            return Err(deleted_is_read_only());
+        }
+        if_match.check::<Appointment>(&current.clone().into(), locked.map(Appointment::from).as_ref())?;
+    }
+    let column_title = valid.column_title.clone();
+    let update = store::update_unless_changed(company, current.id, &current.fields, &valid.fields);
+    if let Some(updated) = change.finish_with(update, move |row, outbox| row?.map(|row| recorded(row, column_title, outbox)).transpose()).await? {
+        return Ok(updated);
+    }
+    // Changed (or deleted) since the read: validated again over the row read locked.
+    let mut change = Change::begin(&state.db, company).await?;
+    let current = store::find(change.tx(), company, current.id)
+        .await?
+        .filter(|a| caller.can_see_shop(a.fields.shop_id))
+        .ok_or_else(|| ApiError::not_found("Appointment"))?;
+    if current.deleted_at.is_some() {
+        return Err(deleted_is_read_only());
+    }
+    if_match.check_current::<Appointment>(&current.clone().into())?;
     let valid = validation::validate(&state.db, &state.shops, &caller, input, Some(&current)).await?;
-    let mut change = Change::begin(&state.db, caller.company_id).await?;
-    if_match.verify::<Appointment, _>(&current, store::find(change.tx(), caller.company_id, current.id)).await?;
     let column_title = valid.column_title;
     change
-        .finish_with(store::update_query(caller.company_id, current.id, &valid.fields), move |row, outbox| {
-            // No row: deleted since it was read.
-            let mut row: store::AppointmentRow = row?.ok_or_else(deleted_is_read_only)?;
-            row.column_title = column_title;
-            let appointment = Appointment::from(row);
-            outbox.record("appointment.updated", Some(appointment.shop_id), &appointment)?;
-            Ok(One(appointment))
+        .finish_with(store::update_query(company, current.id, &valid.fields), move |row, outbox| {
+            recorded(row?.ok_or_else(deleted_is_read_only)?, column_title, outbox)
         })
         .await
+}
+
+/// The answer to an update that wrote `row`, with its event.
+fn recorded(mut row: store::AppointmentRow, column_title: Option<String>, outbox: &mut crate::change::Outbox) -> Result<One<Appointment>, ApiError> {
+    row.column_title = column_title;
+    let appointment = Appointment::from(row);
+    outbox.record("appointment.updated", Some(appointment.shop_id), &appointment)?;
+    Ok(One(appointment))
 }
 
 fn deleted_is_read_only() -> ApiError {

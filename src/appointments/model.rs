@@ -138,7 +138,7 @@ pub fn distinct_vehicles<'a>(appointments: impl IntoIterator<Item = &'a Appointm
 /// `null` clears a nullable field (`done`, `hours` and `source` go back to their defaults).
 /// With a new `customer_id`, omitted `first_name`, `last_name` and `email` come from that
 /// customer.
-#[derive(Debug, Default, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
 pub struct AppointmentInput {
     /// A shop the key may see.
     #[serde(default)]

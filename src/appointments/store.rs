@@ -161,16 +161,33 @@ pub async fn update(tx: &mut Tx, company_id: i64, id: i64, f: &AppointmentFields
 
 /// The `UPDATE` of a live appointment to `f`, returning its row (none when deleted or absent).
 pub fn update_query(company_id: i64, id: i64, f: &AppointmentFields) -> Query {
+    update_statement(company_id, id, f, None)
+}
+
+/// [`update_query`] that applies only while the appointment still holds `read` (every stored
+/// value but the lower-cased search keys, which follow the values): no row when it changed since
+/// it was read, or was deleted. Merge again onto a fresh read then.
+pub fn update_unless_changed(company_id: i64, id: i64, read: &AppointmentFields, f: &AppointmentFields) -> Query {
+    update_statement(company_id, id, f, Some(read))
+}
+
+fn update_statement(company_id: i64, id: i64, f: &AppointmentFields, unless_changed_from: Option<&AppointmentFields>) -> Query {
     let sets: Vec<String> = WRITE_COLUMNS.split(',').enumerate().map(|(i, c)| format!("{} = ${}", c.trim(), i + 4)).collect();
-    let q = Query::new(format!(
-        "UPDATE appointments SET updated_at = $3, {} WHERE company_id = $1 AND id = $2 AND deleted_at IS NULL RETURNING {}",
-        sets.join(", "),
-        returning_columns()
-    ))
-    .bind(company_id)
-    .bind(id)
-    .bind(now_micros());
-    bind_fields(q, f)
+    let q = Query::new(format!("UPDATE appointments SET updated_at = $3, {} WHERE company_id = $1 AND id = $2 AND deleted_at IS NULL", sets.join(", ")))
+        .bind(company_id)
+        .bind(id)
+        .bind(now_micros());
+    let mut q = bind_fields(q, f);
+    if let Some(read) = unless_changed_from {
+        let old = bind_fields(Query::new(""), read).into_args();
+        for (column, value) in WRITE_COLUMNS.split(',').map(str::trim).zip(old) {
+            if !column.ends_with("_key") {
+                q.push(" AND ").push(column).push(" IS NOT DISTINCT FROM ").push_bind(value);
+            }
+        }
+    }
+    q.push(&format!(" RETURNING {}", returning_columns()));
+    q
 }
 
 /// Soft-deletes an appointment: sets `deleted_at` and `updated_at`. `None` when it was deleted

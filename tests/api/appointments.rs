@@ -12,6 +12,7 @@ crate::backend_tests!(
     customers_fill_names_and_show_in_details,
     customer_details_list_appointments_and_vehicles,
     embedded_records_are_written_as_their_own_routes_write_them,
+    concurrent_updates_keep_each_others_optional_fields,
 );
 
 /// A minimal valid body: the required fields, phones empty.
@@ -391,4 +392,48 @@ async fn embedded_records_are_written_as_their_own_routes_write_them(backend: Ba
     let page: Page<WithSchedule> = serde_json::from_str(&details).unwrap();
     let schedule: Vec<&str> = page.data[0].schedule.iter().map(|a| a.get()).collect();
     assert_eq!(schedule, vec![appointment.as_str()]);
+}
+
+/// Updates of one appointment sent together through two servers, each with the required fields
+/// (unchanged) and one optional field of its own: every optional field ends as the update that
+/// set it asked, none put back to what another update read before it.
+async fn concurrent_updates_keep_each_others_optional_fields(backend: Backend) {
+    let config = autoshop::config::AppConfig { rate_limit: 0.0, ..crate::support::test_config() };
+    let app = std::sync::Arc::new(TestApp::spawn_with(backend, config.clone()).await);
+    let key = app.admin_key.clone();
+    let shop = app.create_shop(&key, "A", "America/Chicago").await;
+    let date = "2026-07-09T08:30:00";
+    let id = create(&app, &key, body(shop, date)).await["appointment_id"].as_i64().unwrap();
+    let replica = app.spawn_replica_with(config).await;
+    let fields = ["reason", "first_name", "last_name", "email", "vehicle_id", "repair_order_id", "employee_id", "done"];
+    let value = |field: &str, round: usize| match field {
+        "vehicle_id" | "repair_order_id" | "employee_id" => json!(round + 1),
+        "done" => json!(round % 2 == 0),
+        "email" => json!(format!("r{round}@example.com")),
+        _ => json!(format!("{field} {round}")),
+    };
+    let mut lost = Vec::new();
+    for round in 0..30 {
+        let mut puts = Vec::new();
+        for (n, field) in fields.iter().enumerate() {
+            let (app, key) = (app.clone(), key.clone());
+            let base = if (n + round) % 2 == 0 { app.base.clone() } else { replica.clone() };
+            let update = body_with(shop, date, json!({ *field: value(field, round) }));
+            puts.push(tokio::spawn(async move {
+                let r = app.client.put(format!("{base}/api/v1/appointments/{id}")).bearer_auth(&key).json(&update).send().await.unwrap();
+                r.status().as_u16()
+            }));
+        }
+        for put in puts {
+            assert_eq!(put.await.unwrap(), 200);
+        }
+        let now = app.get(&key, &format!("/api/v1/appointments/{id}")).await.ok().clone();
+        for field in fields {
+            let shown = if field == "vehicle_id" { &now["vehicle"]["vehicle_id"] } else { &now[field] };
+            if *shown != value(field, round) {
+                lost.push((round, field, shown.clone()));
+            }
+        }
+    }
+    assert!(lost.is_empty(), "updates lost: {lost:?}");
 }
