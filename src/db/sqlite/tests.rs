@@ -260,3 +260,33 @@ async fn statements_read_together_see_one_snapshot() {
     assert!(seen.len() > 2, "the reads ran beside the writes: {seen:?}");
     let _ = std::fs::remove_file(path);
 }
+
+/// SQLite undoes a whole transaction on some errors (a full disk, an I/O error): simulated here
+/// by a write that ends the group's transaction itself. Every write answered Ok is stored, and
+/// none answered with an error is: none may commit alone after the group's transaction is gone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_transaction_undone_under_the_group_fails_its_writes_and_commits_none_alone() {
+    let (db, path) = temp_db().await;
+    for round in 0..5 {
+        let mut tasks = Vec::new();
+        for i in 0..100 {
+            let db = db.clone();
+            let q = if i == 50 { Query::new("ROLLBACK") } else { insert(&format!("r{round}-{i}")) };
+            tasks.push(tokio::spawn(async move { (i, db.execute(&q).await.is_ok()) }));
+        }
+        for t in tasks {
+            let (i, ok) = t.await.unwrap();
+            if i == 50 {
+                continue;
+            }
+            let stored = db
+                .fetch_optional::<(i64,)>(&Query::new("SELECT COUNT(*) FROM t WHERE v = $1").bind(format!("r{round}-{i}")))
+                .await
+                .unwrap()
+                .unwrap()
+                .0;
+            assert_eq!(stored == 1, ok, "round {round}, write {i}: answered ok={ok}, stored {stored}");
+        }
+    }
+    let _ = std::fs::remove_file(path);
+}

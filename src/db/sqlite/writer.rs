@@ -98,6 +98,16 @@ fn run_group(conn: &Connection, first: Job, jobs: &mut mpsc::Receiver<Job>) -> O
             break;
         }
         run_in_savepoint(conn, job, &mut answers);
+        if conn.is_autocommit() {
+            // SQLite undid the whole transaction under the group (it does on a full disk, an
+            // I/O error, running out of memory): every write of the group so far is undone, and
+            // no more may run, or each would commit alone while its caller heard of a failure.
+            tracing::error!("SQLite rolled back the writer's transaction; the group's writes are undone");
+            for answer in answers {
+                answer(Err(rolled_back()));
+            }
+            return exclusive;
+        }
         if count < MAX_GROUP {
             next = jobs.try_recv().ok();
         }
@@ -110,6 +120,10 @@ fn run_group(conn: &Connection, first: Job, jobs: &mut mpsc::Receiver<Job>) -> O
         answer(outcome.clone());
     }
     exclusive
+}
+
+fn rolled_back() -> DbError {
+    DbError::Unavailable("SQLite rolled the write transaction back (disk full or I/O error?)".into())
 }
 
 fn run_in_savepoint(conn: &Connection, job: Job, answers: &mut Vec<Answer>) {
@@ -140,7 +154,13 @@ fn run_in_savepoint(conn: &Connection, job: Job, answers: &mut Vec<Answer>) {
 /// Serves one interactive transaction; true when it committed.
 fn run_unit(conn: &Connection, commands: Receiver<Command>, answers: &mut Vec<Answer>) -> bool {
     loop {
-        match commands.recv_timeout(UNIT_IDLE_TIMEOUT) {
+        let command = commands.recv_timeout(UNIT_IDLE_TIMEOUT);
+        if conn.is_autocommit() {
+            // Undone under it by SQLite (see `run_group`): a statement now would commit alone.
+            // Dropping the command answers its caller with an error.
+            return false;
+        }
+        match command {
             Ok(Command::Run(statement)) => {
                 if catch_unwind(AssertUnwindSafe(|| statement(conn))).is_err() {
                     tracing::error!("a statement on the SQLite writer panicked");
