@@ -183,6 +183,9 @@ async fn backup_copies_a_database_while_a_server_writes_to_it() {
     tokio::time::sleep(Duration::from_millis(500)).await;
     let before: Vec<i64> = acked.lock().unwrap().clone();
     let copy = path.with_extension("backup.db");
+    // A file of the operator's beside the target stays as it was.
+    let neighbour = path.with_extension("backup.partial");
+    std::fs::write(&neighbour, "keep me").unwrap();
     let out = tokio::task::spawn_blocking({
         let (url, copy) = (url.clone(), copy.clone());
         move || Command::new(binary()).args(["backup", "--database-url", &url, "--to"]).arg(&copy).output().unwrap()
@@ -196,6 +199,8 @@ async fn backup_copies_a_database_while_a_server_writes_to_it() {
         w.await.unwrap();
     }
     assert!(out.status.success(), "backup failed: {}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(std::fs::read_to_string(&neighbour).unwrap(), "keep me");
+    let _ = std::fs::remove_file(&neighbour);
     assert!(!before.is_empty(), "writes were acknowledged before the backup");
 
     let conn = rusqlite::Connection::open(&copy).unwrap();

@@ -306,13 +306,21 @@ pub fn backup(url: &str, to: &Path) -> anyhow::Result<u64> {
     let from = path_of(url)?;
     anyhow::ensure!(from.exists(), "no database at {}", from.display());
     anyhow::ensure!(!to.exists(), "{} exists already; backups never overwrite", to.display());
-    let partial = to.with_extension("partial");
-    let _ = std::fs::remove_file(&partial);
-    let conn = Connection::open_with_flags(&from, OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX)?;
-    conn.busy_timeout(std::time::Duration::from_secs(30))?;
-    conn.execute("VACUUM INTO ?1", [partial.to_string_lossy().as_ref()]).context("copying the database")?;
-    drop(conn);
-    std::fs::rename(&partial, to).with_context(|| format!("moving the copy to {}", to.display()))?;
+    // A name of its own beside the target: a file the operator keeps there is never touched.
+    let name = to.file_name().with_context(|| format!("{} names no file", to.display()))?.to_string_lossy();
+    let partial = to.with_file_name(format!(".{name}.{}.partial", std::process::id()));
+    anyhow::ensure!(!partial.exists(), "{} exists: another backup is writing it", partial.display());
+    let copied = (|| {
+        let conn = Connection::open_with_flags(&from, OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX)?;
+        conn.busy_timeout(std::time::Duration::from_secs(30))?;
+        conn.execute("VACUUM INTO ?1", [partial.to_string_lossy().as_ref()]).context("copying the database")?;
+        drop(conn);
+        std::fs::rename(&partial, to).with_context(|| format!("moving the copy to {}", to.display()))
+    })();
+    if copied.is_err() {
+        let _ = std::fs::remove_file(&partial);
+    }
+    copied?;
     Ok(std::fs::metadata(to)?.len())
 }
 
