@@ -30,8 +30,11 @@ const KEEP_ALIVE: Duration = Duration::from_secs(15);
 const IDLE_POLL: Duration = Duration::from_secs(5);
 /// Retries after a wake that found nothing yet (PostgreSQL's visibility horizon).
 const CATCH_UP: [u64; 5] = [20, 50, 100, 250, 500];
-/// How often a long-lived stream checks that its key is still valid.
-const RECHECK_KEY: Duration = Duration::from_secs(30);
+/// How often a long-lived stream checks that its key is still valid: an idle stream looks only
+/// every [`IDLE_POLL`], so a revoked key's stream ends within this plus that (30 s, as
+/// docs/api.md says).
+const RECHECK_KEY: Duration = Duration::from_secs(25);
+const _: () = assert!(RECHECK_KEY.as_secs() + IDLE_POLL.as_secs() <= 30);
 const BATCH: i64 = 100;
 
 /// One message of the stream, as a Server-Sent Events parser reads it (the schema describes
