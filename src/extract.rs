@@ -217,10 +217,11 @@ impl QueryParams {
         Ok(params)
     }
 
-    /// The last value given for `name` (Laravel's behaviour for repeated scalars). An empty
-    /// value (`?page=`) counts as absent, as Laravel's empty-string-to-null conversion has it.
+    /// The last value given for `name` (Laravel's behaviour for repeated scalars). An empty or
+    /// blank value (`?page=`, `?page=%20`) counts as absent, as Laravel's trimming and
+    /// empty-string-to-null conversion have it.
     pub fn get(&self, name: &str) -> Option<&str> {
-        self.0.iter().rev().find(|(k, _)| k == name).map(|(_, v)| v.as_str()).filter(|v| !v.is_empty())
+        self.0.iter().rev().find(|(k, _)| k == name).map(|(_, v)| v.as_str()).filter(|v| !v.trim().is_empty())
     }
 
     /// A boolean parameter: `true/false/1/0` (absent: `None`).

@@ -129,6 +129,9 @@ async fn sorts_break_ties_by_id_and_pages_walk_everything(backend: Backend) {
     let r = app.get(key, "/api/v1/appointments?pageSize=3&page=5").await;
     assert_eq!((r.ids("appointment_id").len(), r.body["meta"]["total"].as_i64()), (0, Some(4)));
     app.get(key, "/api/v1/appointments?pageSize=101").await.invalid("pageSize");
+    // Blank values count as absent, like empty ones (Laravel trims, then nulls empty strings).
+    let r = app.get(key, "/api/v1/appointments?page=%20&pageSize=%20&sort=%20&with_details=%20&filter[shop_id]=%20").await;
+    assert_eq!((r.ok()["meta"]["current_page"].as_i64(), r.body["meta"]["per_page"].as_i64()), (Some(1), Some(10)));
 
     // Narrowed by a range or a date, a page picks its ids from the index and reads those rows
     // (a deferred join): the same order, the same ties, the same windows.
