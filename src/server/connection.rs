@@ -99,6 +99,7 @@ impl hyper::service::Service<Request<Incoming>> for AppService {
         self.phases.request_started();
         let service = self.clone();
         let expects_continue = request.headers().get(header::EXPECT).is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"100-continue"));
+        let limit = self.settings.config.body_limit_for(request.uri().path());
         let (parts, incoming) = request.into_parts();
         let (body, ending) = body::wrap(incoming, self.settings.transport.body_timeout);
         let mut request = Request::from_parts(parts, body);
@@ -107,7 +108,7 @@ impl hyper::service::Service<Request<Incoming>> for AppService {
             let Ok(mut response) = service.router.clone().oneshot(request).await;
             let reusable = match ending {
                 None => true,
-                Some(ending) => service.settle(ending, expects_continue, response.status()).await,
+                Some(ending) => service.settle(ending, expects_continue, response.status(), limit).await,
             };
             if !reusable || response.status() == StatusCode::PAYLOAD_TOO_LARGE {
                 service.closing.store(true, Ordering::Relaxed);
@@ -120,8 +121,8 @@ impl hyper::service::Service<Request<Incoming>> for AppService {
 
 impl AppService {
     /// Once the application has answered: whether the connection can take another request, after
-    /// discarding what the application left of the request body.
-    async fn settle(&self, mut ending: oneshot::Receiver<Ending>, expects_continue: bool, status: StatusCode) -> bool {
+    /// discarding what the application left of the request body (at most the route's `limit`).
+    async fn settle(&self, mut ending: oneshot::Receiver<Ending>, expects_continue: bool, status: StatusCode, limit: usize) -> bool {
         // The application has answered; if it still holds the body somewhere, where the request
         // ends is unknown (`Err`).
         match ending.try_recv() {
@@ -134,7 +135,7 @@ impl AppService {
                     return false;
                 }
                 let transport = &self.settings.transport;
-                let discarded = body::discard(leftover, self.settings.max_body_bytes, transport.discard_timeout).await;
+                let discarded = body::discard(leftover, limit, transport.discard_timeout).await;
                 if !discarded {
                     tracing::debug!("request body not discarded in time or over the limit: closing the connection");
                 }

@@ -45,7 +45,8 @@ const REFUSALS_AT_ONCE: usize = 64;
 /// What a connection needs to know of the configuration.
 struct Settings {
     transport: Transport,
-    max_body_bytes: usize,
+    /// For the request body limits of each route ([`AppConfig::body_limit_for`]).
+    config: AppConfig,
 }
 
 /// Serves until SIGINT/SIGTERM; requests in flight are allowed to finish.
@@ -59,7 +60,7 @@ pub async fn serve(listener: TcpListener, db: Db, config: AppConfig) -> anyhow::
 /// Serves `router` on `listener` until `shutdown` completes; then stops accepting, closes idle
 /// connections, and waits for requests in flight (at most the request deadline and a second).
 pub async fn run(listener: TcpListener, router: Router, config: &AppConfig, shutdown: impl Future<Output = ()>) -> io::Result<()> {
-    let settings = Arc::new(Settings { transport: config.transport.clone(), max_body_bytes: config.max_body_bytes });
+    let settings = Arc::new(Settings { transport: config.transport.clone(), config: config.clone() });
     let cap = settings.transport.max_connections.max(1);
     let slots = Arc::new(Semaphore::new(cap));
     let refusals = Arc::new(Semaphore::new(REFUSALS_AT_ONCE));
