@@ -408,7 +408,7 @@ async fn concurrent_updates_keep_each_others_optional_fields(backend: Backend) {
     let fields = ["reason", "first_name", "last_name", "email", "vehicle_id", "repair_order_id", "employee_id", "done"];
     let value = |field: &str, round: usize| match field {
         "vehicle_id" | "repair_order_id" | "employee_id" => json!(round + 1),
-        "done" => json!(round % 2 == 0),
+        "done" => json!(round.is_multiple_of(2)),
         "email" => json!(format!("r{round}@example.com")),
         _ => json!(format!("{field} {round}")),
     };
