@@ -189,8 +189,8 @@ async fn update_appointment(State(state): State<AppState>, Writer(caller): Write
     if current.deleted_at.is_some() {
         return Err(deleted_is_read_only());
     }
-    if_match.check_current::<Appointment>(&current.clone().into())?;
     let valid = validation::validate(&state.db, &state.shops, &caller, input, Some(&current)).await?;
+    if_match.check_current::<Appointment>(&current.clone().into())?;
     let column_title = valid.column_title;
     change
         .finish_with(store::update_query(company, current.id, &valid.fields), move |row, outbox| {

@@ -70,18 +70,24 @@ struct Row {
 pub async fn run(db: &Db, caller: &Caller, file: &[u8], options: ImportOptions) -> Result<ImportSummary, ApiError> {
     let (header, records) = parse(file, &options)?;
     let numbers = numbers(&header, &records);
+    let mut shops = ShopVerdicts::default();
     let existing = store::by_numbers(db, caller.company_id, &numbers).await?;
-    let rows = check(db, caller, &header, records, &options, &existing).await?;
+    let rows = check(db, caller, &header, records, &options, &existing, &mut shops).await?;
     drop(existing);
     if let Some(summary) = write(Change::begin(db, caller.company_id).await?, rows, Updates::UnlessChanged).await? {
         return Ok(summary);
     }
+    // The second check, under the locks, reuses the first one's shop verdicts: it reads nothing
+    // more from the database while the customers (or SQLite's writer) are held.
     let (header, records) = parse(file, &options)?;
     let mut change = Change::begin(db, caller.company_id).await?;
     let existing = store::by_numbers(change.tx(), caller.company_id, &numbers).await?;
-    let rows = check(db, caller, &header, records, &options, &existing).await?;
+    let rows = check(db, caller, &header, records, &options, &existing, &mut shops).await?;
     write(change, rows, Updates::Locked).await?.ok_or_else(|| ApiError::Internal("a locked import found its customers changed".into()))
 }
+
+/// Whether the key may write to each shop looked up so far (`true`: refused).
+type ShopVerdicts = HashMap<i64, bool>;
 
 /// Data records with their line numbers.
 type Records = Vec<(usize, Vec<String>)>;
@@ -119,6 +125,7 @@ async fn check(
     records: Records,
     options: &ImportOptions,
     existing: &[CustomerRow],
+    shops: &mut ShopVerdicts,
 ) -> Result<Vec<Row>, ApiError> {
     let existing: HashMap<&str, &CustomerRow> = existing.iter().map(|c| (c.fields.customer_number.as_str(), c)).collect();
     let mut errors = RowErrors::default();
@@ -163,7 +170,7 @@ async fn check(
         errors.add(number, row_errors);
         rows.push(Row { number, fields, updates: updates.cloned(), check_shop });
     }
-    check_shops(db, caller, &rows, &mut errors).await?;
+    check_shops(db, caller, &rows, &mut errors, shops).await?;
     errors.into_result()?;
     Ok(rows)
 }
@@ -245,18 +252,19 @@ fn row_body(header: &[String], cells: &[String], shop_id: Option<i64>) -> Map<St
     body
 }
 
-/// Every shop named must be one the key may write to: each is looked up once.
-async fn check_shops(db: &Db, caller: &Caller, rows: &[Row], errors: &mut RowErrors) -> Result<(), ApiError> {
+/// Every shop named must be one the key may write to: each is looked up once (`verdicts`).
+async fn check_shops(db: &Db, caller: &Caller, rows: &[Row], errors: &mut RowErrors, verdicts: &mut ShopVerdicts) -> Result<(), ApiError> {
     let shops: BTreeSet<i64> = rows.iter().filter(|r| r.check_shop).map(|r| r.fields.shop_id).collect();
-    let mut refused = BTreeSet::new();
     for shop in shops {
+        if verdicts.contains_key(&shop) {
+            continue;
+        }
         let mut check = FieldErrors::default();
         scope::body_shop(db, caller, Some(shop), &mut check).await?;
-        if !check.is_empty() {
-            refused.insert(shop);
-        }
+        verdicts.insert(shop, !check.is_empty());
     }
-    for row in rows.iter().filter(|r| r.check_shop && refused.contains(&r.fields.shop_id)) {
+    let refused = |shop: &i64| verdicts.get(shop).copied().unwrap_or(true);
+    for row in rows.iter().filter(|r| r.check_shop && refused(&r.fields.shop_id)) {
         let mut e = FieldErrors::default();
         e.add("shop_id", "The selected shop_id is invalid.");
         errors.add(row.number, e);
@@ -291,8 +299,9 @@ async fn write(mut change: Change, rows: Vec<Row>, how: Updates) -> Result<Optio
             created += 1;
         }
     }
-    // In id order, as the locked read took them: two imports wait for each other, never deadlock.
-    updates.sort_by_key(|r| r.updates.as_ref().map(|c| c.id));
+    // In customer_number order, as the locked read takes them (`store::by_numbers`): two imports
+    // lock their shared customers in one order, so they wait for each other and never deadlock.
+    updates.sort_by(|a, b| a.fields.customer_number.cmp(&b.fields.customer_number));
     let mut updated = 0;
     for row in &updates {
         let Some(read) = &row.updates else { continue };

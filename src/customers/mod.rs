@@ -247,8 +247,8 @@ async fn update_customer(State(state): State<AppState>, Writer(caller): Writer, 
         .await?
         .filter(|c| caller.can_see_shop(c.fields.shop_id))
         .ok_or_else(|| ApiError::not_found("Customer"))?;
-    if_match.check_current::<Customer>(&current.clone().into())?;
     let fields = merged(&state, &caller, body, &current).await?;
+    if_match.check_current::<Customer>(&current.clone().into())?;
     change
         .finish_with(store::update_query(company, id, &fields), |row: Result<Option<CustomerRow>, DbError>, outbox| {
             let row = row.map_err(unique_as_invalid("customer_number"))?.ok_or_else(|| ApiError::not_found("Customer"))?;

@@ -218,15 +218,19 @@ pub async fn by_ids(db: &Db, company_id: i64, ids: &[i64]) -> Result<Vec<Custome
     db.fetch_all(&q).await
 }
 
-/// The company's customers with these (non-empty) numbers, in id order (locked, from a
-/// transaction).
+/// The company's customers with these (non-empty) numbers, in `customer_number` order (bytes,
+/// as Rust sorts strings: both databases compare the column so), read in batches that follow
+/// that order; locked, from a transaction, so two transactions lock shared customers in one order.
 pub async fn by_numbers(from: impl Into<Reader<'_>>, company_id: i64, numbers: &[String]) -> Result<Vec<CustomerRow>, DbError> {
     let mut from = from.into();
+    let mut numbers = numbers.to_vec();
+    numbers.sort();
+    numbers.dedup();
     let mut out = Vec::new();
     for chunk in numbers.chunks(500) {
         let mut q = Query::new(format!("SELECT {COLUMNS} FROM customers WHERE company_id = $1 AND customer_number <> '' AND customer_number IN "))
             .bind(company_id);
-        q.push_in_list(chunk).push(" ORDER BY id");
+        q.push_in_list(chunk).push(" ORDER BY customer_number");
         out.extend(from.again().fetch_all::<CustomerRow>(q).await?);
     }
     Ok(out)
