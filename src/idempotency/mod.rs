@@ -87,16 +87,16 @@ pub async fn replay_or_run<F: Future<Output = Response>>(state: &AppState, reque
     let Some(raw) = request.headers().get(HEADER).cloned() else {
         return next(request).await;
     };
-    if !valid_key(raw.as_bytes()) {
-        return ApiError::BadRequest("The Idempotency-Key header must be 1 to 255 characters from ! to ~ (no spaces).".into()).into_response();
-    }
     let Some(caller) = request.extensions().get::<Caller>().cloned() else {
         return next(request).await;
     };
     // Every POST needs a `write` key at least: a `read` key's goes straight to its handler,
-    // which refuses it (403) before reading the body, as without a key.
+    // which refuses it (403) before its body or its Idempotency-Key, as without a key.
     if caller.require(Role::Write).is_err() {
         return next(request).await;
+    }
+    if !valid_key(raw.as_bytes()) {
+        return ApiError::BadRequest("The Idempotency-Key header must be 1 to 255 characters from ! to ~ (no spaces).".into()).into_response();
     }
     let limit = state.config.body_limit_for(request.uri().path());
     let (parts, body) = request.into_parts();

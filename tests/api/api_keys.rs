@@ -238,6 +238,8 @@ async fn roles_are_checked_before_the_body(backend: Backend) {
             .unwrap();
         assert_eq!(r.status(), 403, "{content_type}");
     }
+    let r = app.client.post(format!("{}/api/v1/appointments", app.base)).bearer_auth(&read).header("idempotency-key", "has space").json(&json!({})).send().await.unwrap();
+    assert_eq!(r.status(), 403, "a malformed Idempotency-Key from a read key");
 }
 
 /// Two admin keys that revoke each other at the same moment, through two servers: one wins and
