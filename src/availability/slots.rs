@@ -28,16 +28,25 @@ pub struct Slot {
 
 /// The opening intervals of a shop-local date as UTC `[start, end)`, in order. Local times are
 /// read as §2 says (a time skipped by a daylight-saving jump moves forward by the jump, a repeated
-/// one takes its first occurrence), so a 23- or 25-hour day is 23 or 25 hours long.
+/// one takes its first occurrence), so a 23- or 25-hour day is 23 or 25 hours long. Intervals
+/// apart on the clock can overlap once read so (a close at 02:45 and an open at 03:00 on the
+/// day 02:00-03:00 is skipped): overlapping ones are one opening, so no start is offered twice.
 pub fn opening_intervals(tz: Tz, date: NaiveDate, week: &[Interval]) -> Vec<(i64, i64)> {
     let weekday = i64::from(date.weekday().num_days_from_sunday());
-    let mut out: Vec<(i64, i64)> = week
+    let mut read: Vec<(i64, i64)> = week
         .iter()
         .filter(|(day, _, _)| *day == weekday)
         .map(|&(_, open, close)| (at_minutes(tz, date, open).timestamp_micros(), at_minutes(tz, date, close).timestamp_micros()))
         .filter(|(start, end)| end > start)
         .collect();
-    out.sort_unstable();
+    read.sort_unstable();
+    let mut out: Vec<(i64, i64)> = Vec::with_capacity(read.len());
+    for (start, end) in read {
+        match out.last_mut() {
+            Some(last) if start < last.1 => last.1 = last.1.max(end),
+            _ => out.push((start, end)),
+        }
+    }
     out
 }
 
@@ -85,6 +94,21 @@ mod tests {
 
     fn chicago() -> Tz {
         "America/Chicago".parse().unwrap()
+    }
+
+    #[test]
+    fn intervals_that_meet_across_a_skipped_hour_offer_each_start_once() {
+        // 2027-03-14, Chicago: 02:00-03:00 does not exist; 02:45 reads as 03:45 (08:45Z).
+        let date = NaiveDate::from_ymd_opt(2027, 3, 14).unwrap();
+        let week = [(0, 60, 165), (0, 180, 240)];
+        let intervals = opening_intervals(chicago(), date, &week);
+        assert_eq!(intervals.len(), 1, "{intervals:?}");
+        let slots = day_slots(chicago(), date, &week, &bays(1), &Busy::new(), 30 * MIN, 30 * MIN, 0);
+        let starts: Vec<String> = slots.iter().map(|s| local(chicago(), s.start)).collect();
+        assert_eq!(starts, ["01:00", "01:30", "03:00", "03:30"]);
+        // Touching intervals stay two: a stay across the boundary is not inside one opening.
+        let touching = opening_intervals(chicago(), NaiveDate::from_ymd_opt(2027, 3, 15).unwrap(), &[(1, 480, 720), (1, 720, 840)]);
+        assert_eq!(touching.len(), 2);
     }
 
     fn bays(n: usize) -> Vec<BayRef> {
