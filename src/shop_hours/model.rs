@@ -106,9 +106,10 @@ pub fn validate_week(hours: Vec<IntervalInput>, errors: &mut FieldErrors) -> Vec
                 None
             }
         };
+        // `24:00` is midnight at the end of the day: a closing time, never an opening one.
         let mut time = |name: &str, value: Option<String>| match value.as_deref().map(parse_hh_mm) {
-            Some(Some(m)) => Some(m),
-            Some(None) => {
+            Some(Some(m)) if !(name == "open" && m == 24 * 60) => Some(m),
+            Some(_) => {
                 errors.add(format!("hours.{i}.{name}"), format!("The hours.{i}.{name} field must be a time as HH:MM."));
                 None
             }
@@ -192,5 +193,8 @@ mod tests {
         );
         assert_eq!(week, vec![(1, 480, 720), (1, 780, 1020)]);
         assert!(errors.has("hours.2") && errors.has("hours.3.day") && errors.has("hours.4.close"));
+        let mut errors = FieldErrors::default();
+        validate_week(vec![iv(1, "24:00", "24:00")], &mut errors);
+        assert!(errors.has("hours.0.open") && !errors.has("hours.0.close"), "{errors:?}");
     }
 }
