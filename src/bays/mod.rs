@@ -14,6 +14,7 @@ use crate::{
     auth::{Admin, Caller},
     change::Change,
     conditional::One,
+    db::now_micros,
     error::{ApiError, FieldErrors, Problem},
     extract::{JsonBody, Replace, parse_bool, path_id},
     listing::{ListQuery, ListSpec, Page, RequestUrl},
@@ -80,7 +81,7 @@ async fn update_bay(State(state): State<AppState>, Admin(caller): Admin, put: Re
     if_match.verify::<Bay, _>(&current, store::find(change.tx(), caller.company_id, current.id)).await?;
     // An appointment's bay belongs to the appointment's shop, a hold's to the hold's: checked in
     // the write's transaction, so a hold made meanwhile is not stranded in the old shop.
-    if fields.shop_id != current.shop_id && store::in_use(change.tx(), caller.company_id, current.shop_id, current.id).await? {
+    if fields.shop_id != current.shop_id && store::in_use(change.tx(), caller.company_id, current.shop_id, current.id, now_micros()).await? {
         return Err(ApiError::invalid("shop_id", "This bay has appointments or holds; it cannot move to another shop."));
     }
     let bay = Bay::from(

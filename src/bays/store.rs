@@ -77,14 +77,26 @@ pub async fn update(tx: &mut Tx, company_id: i64, id: i64, f: &BayFields) -> Res
 }
 
 /// Whether the bay holds anything of its shop that a move to another shop would strand: an
-/// appointment (deleted ones keep their bay) or a hold not yet retired (one that expired unbooked
-/// still counts for the overlap rule until its shop retires or purges it). Holds and availability
-/// are worked out per shop, so such a bay must stay. Locks the bay's row first (PostgreSQL), as a
-/// hold's writer does: a hold committed before is seen here, and one after sees the new shop.
-/// (A rare admin check: it walks the shop's appointments through the `(company_id, shop_id, ...)`
-/// index.)
-pub async fn in_use(tx: &mut Tx, company_id: i64, shop_id: i64, bay_id: i64) -> Result<bool, DbError> {
+/// appointment (deleted ones keep their bay) or a live hold. Holds that expired unbooked are
+/// retired here first (a hold is booked only while `held`, so none of them can be booked after),
+/// and then stand in nobody's way. Holds and availability are worked out per shop, so a bay in
+/// use must stay. Locks the bay's row first (PostgreSQL), as a hold's writer does: a hold
+/// committed before is seen here, and one after sees the new shop. (A rare admin check: it walks
+/// the shop's appointments through the `(company_id, shop_id, ...)` index.)
+pub async fn in_use(tx: &mut Tx, company_id: i64, shop_id: i64, bay_id: i64, now: i64) -> Result<bool, DbError> {
     tx.lock_row("bays", company_id, bay_id).await?;
+    // Picked in id order and locked first, as the holds' own retiring does: the two never
+    // deadlock over a pair of holds.
+    let mut pick = Query::new("SELECT id FROM holds WHERE company_id = $1 AND bay_id = $2 AND state = 'held' AND expires_at <= $3 ORDER BY id");
+    if !tx.is_sqlite() {
+        pick.push(" FOR UPDATE");
+    }
+    let retire = pick
+        .wrapped("UPDATE holds SET state = 'expired' WHERE company_id = $1 AND id IN (", ")")
+        .bind(company_id)
+        .bind(bay_id)
+        .bind(now);
+    tx.execute(&retire).await?;
     let q = Query::new(
         "SELECT id FROM appointments WHERE company_id = $1 AND shop_id = $2 AND bay_id = $3 \
          UNION ALL SELECT id FROM holds WHERE company_id = $1 AND bay_id = $3 AND state = 'held' LIMIT 1",

@@ -67,16 +67,16 @@ async fn create_hold(State(state): State<AppState>, Writer(caller): Writer, Json
     }
     let expires_at = now + i64::from(state.config.hold_ttl_secs) * 1_000_000;
     // A bay chosen for the caller can be taken by a concurrent hold between the read and the
-    // insert; then the next free one is tried.
-    let mut moved = Vec::new();
+    // insert, or moved to another shop or set inactive (`gone`); then the next free one is tried.
+    let mut gone = Vec::new();
     for _ in 0..=wanted.bays.len() {
         let mut change = Change::begin(&state.db, caller.company_id).await?;
         let (company, shop) = (caller.company_id, wanted.shop.id);
         store::retire_expired(change.tx(), company, shop, wanted.start, wanted.end, now).await?;
         let busy = store::busy_bays(change.tx(), company, shop, wanted.start, wanted.end, now).await?;
-        let Some(bay) = wanted.bays.iter().find(|b| !busy.contains(&b.id) && !moved.contains(&b.id)) else { break };
+        let Some(bay) = wanted.bays.iter().find(|b| !busy.contains(&b.id) && !gone.contains(&b.id)) else { break };
         if !store::lock_bay(change.tx(), company, shop, bay.id).await? {
-            moved.push(bay.id);
+            gone.push(bay.id);
             continue;
         }
         let new = HoldRow {

@@ -89,13 +89,13 @@ pub async fn appointment_overlaps(tx: &mut Tx, company_id: i64, shop_id: i64, ba
 /// locked first (`FOR NO KEY UPDATE`), the second writer waits here and then meets the committed
 /// hold.
 ///
-/// Returns whether the bay is still in `shop_id`: a bay moved to another shop since the request
-/// read its shop's bays takes no hold for this one (a move locks the row too, and refuses a bay
-/// with holds: see `bays::store::in_use`).
+/// Returns whether the bay is still an active bay of `shop_id`: a bay moved to another shop, or
+/// set inactive, since the request read its shop's bays takes no hold for this one (a bay's
+/// update locks the row too, and a move refuses a bay with holds: see `bays::store::in_use`).
 pub async fn lock_bay(tx: &mut Tx, company_id: i64, shop_id: i64, bay_id: i64) -> Result<bool, DbError> {
     let lock = if tx.is_sqlite() { "" } else { " FOR NO KEY UPDATE" };
-    let q = Query::new(format!("SELECT shop_id FROM bays WHERE company_id = $1 AND id = $2{lock}")).bind(company_id).bind(bay_id);
-    Ok(tx.fetch_optional::<(i64,)>(&q).await? == Some((shop_id,)))
+    let q = Query::new(format!("SELECT shop_id, active FROM bays WHERE company_id = $1 AND id = $2{lock}")).bind(company_id).bind(bay_id);
+    Ok(tx.fetch_optional::<(i64, bool)>(&q).await? == Some((shop_id, true)))
 }
 
 /// Inserts `h` as a live hold (its `id` and `state` are the database's) and returns the stored

@@ -18,6 +18,7 @@ crate::backend_tests!(
     the_database_itself_refuses_overlapping_live_holds,
     expired_holds_are_retired_by_racing_writers,
     a_bay_with_holds_stays_in_its_shop,
+    an_expired_hold_does_not_keep_its_bay,
     a_hold_and_a_move_of_its_bay_never_both_succeed,
 );
 
@@ -407,6 +408,27 @@ async fn a_bay_with_holds_stays_in_its_shop(backend: Backend) {
     assert_eq!(app.put(key, &format!("/api/v1/bays/{bay}"), move_it).await.ok()["shop_id"], new_shop);
     let r = app.post(key, "/api/v1/holds", json!({"shop_id": new_shop, "date": "2030-01-07T09:00:00", "hours": 1})).await;
     assert_eq!((r.status.as_u16(), r.body["column"].as_str()), (201, Some("Lift 1")), "{}", r.body);
+}
+
+/// A hold that expired unbooked does not keep its bay: the move retires it, it can no longer be
+/// booked, and the bay takes a hold at that same time in its new shop.
+async fn an_expired_hold_does_not_keep_its_bay(backend: Backend) {
+    let app = TestApp::spawn_with(backend, autoshop::config::AppConfig { hold_ttl_secs: 1, ..test_config() }).await;
+    let key = &app.admin_key;
+    let (old_shop, new_shop) = (open_shop(&app, "UTC", 1).await, open_shop(&app, "UTC", 0).await);
+    let bay = app.get(key, &format!("/api/v1/bays?filter[shop_id]={old_shop}")).await.ids("id")[0];
+    let held = app.post(key, "/api/v1/holds", json!({"shop_id": old_shop, "date": "2030-01-07T09:00:00", "hours": 1})).await;
+    assert_eq!(held.status, 201, "{}", held.body);
+    let move_it = json!({"shop_id": new_shop, "title": "Lift 1", "order": 0});
+    app.put(key, &format!("/api/v1/bays/{bay}"), move_it.clone()).await.invalid("shop_id");
+
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    assert_eq!(app.put(key, &format!("/api/v1/bays/{bay}"), move_it).await.ok()["shop_id"], new_shop);
+    let mut late = body_with(old_shop, "2030-01-07T09:00:00", json!({"hold_id": held.body["hold_id"]}));
+    late.as_object_mut().unwrap().remove("date");
+    app.post(key, "/api/v1/appointments", late).await.problem(409);
+    let r = app.post(key, "/api/v1/holds", json!({"shop_id": new_shop, "date": "2030-01-07T09:00:00", "hours": 1, "column": "Lift 1"})).await;
+    assert_eq!(r.status, 201, "{}", r.body);
 }
 
 /// A hold on a bay and a move of that bay to another shop, raced through two servers (two
