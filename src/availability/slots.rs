@@ -30,23 +30,16 @@ pub struct Slot {
 /// read as §2 says (a time skipped by a daylight-saving jump moves forward by the jump, a repeated
 /// one takes its first occurrence), so a 23- or 25-hour day is 23 or 25 hours long. Intervals
 /// apart on the clock can overlap once read so (a close at 02:45 and an open at 03:00 on the
-/// day 02:00-03:00 is skipped): overlapping ones are one opening, so no start is offered twice.
+/// day 02:00-03:00 is skipped); they stay separate intervals.
 pub fn opening_intervals(tz: Tz, date: NaiveDate, week: &[Interval]) -> Vec<(i64, i64)> {
     let weekday = i64::from(date.weekday().num_days_from_sunday());
-    let mut read: Vec<(i64, i64)> = week
+    let mut out: Vec<(i64, i64)> = week
         .iter()
         .filter(|(day, _, _)| *day == weekday)
         .map(|&(_, open, close)| (at_minutes(tz, date, open).timestamp_micros(), at_minutes(tz, date, close).timestamp_micros()))
         .filter(|(start, end)| end > start)
         .collect();
-    read.sort_unstable();
-    let mut out: Vec<(i64, i64)> = Vec::with_capacity(read.len());
-    for (start, end) in read {
-        match out.last_mut() {
-            Some(last) if start < last.1 => last.1 = last.1.max(end),
-            _ => out.push((start, end)),
-        }
-    }
+    out.sort_unstable();
     out
 }
 
@@ -80,6 +73,9 @@ pub fn day_slots(tz: Tz, date: NaiveDate, week: &[Interval], bays: &[BayRef], bu
         }
     }
     out.sort_by_key(|s| s.start);
+    // Two intervals that overlap once read in UTC (see `opening_intervals`) can both offer a
+    // start: it is one slot, its free bays the same either way.
+    out.dedup_by_key(|s| s.start);
     out
 }
 
@@ -102,13 +98,18 @@ mod tests {
         let date = NaiveDate::from_ymd_opt(2027, 3, 14).unwrap();
         let week = [(0, 60, 165), (0, 180, 240)];
         let intervals = opening_intervals(chicago(), date, &week);
-        assert_eq!(intervals.len(), 1, "{intervals:?}");
+        assert_eq!(intervals.len(), 2, "{intervals:?}");
+        assert!(intervals[0].1 > intervals[1].0, "they overlap in UTC: {intervals:?}");
         let slots = day_slots(chicago(), date, &week, &bays(1), &Busy::new(), 30 * MIN, 30 * MIN, 0);
         let starts: Vec<String> = slots.iter().map(|s| local(chicago(), s.start)).collect();
         assert_eq!(starts, ["01:00", "01:30", "03:00", "03:30"]);
-        // Touching intervals stay two: a stay across the boundary is not inside one opening.
-        let touching = opening_intervals(chicago(), NaiveDate::from_ymd_opt(2027, 3, 15).unwrap(), &[(1, 480, 720), (1, 720, 840)]);
-        assert_eq!(touching.len(), 2);
+        // Each interval keeps its own grid, and a stay must fit in one of them.
+        let offset = [(0, 70, 165), (0, 180, 240)];
+        let slots = day_slots(chicago(), date, &offset, &bays(1), &Busy::new(), 30 * MIN, 30 * MIN, 0);
+        let starts: Vec<String> = slots.iter().map(|s| local(chicago(), s.start)).collect();
+        assert_eq!(starts, ["01:10", "01:40", "03:00", "03:10", "03:30"]);
+        let long = day_slots(chicago(), date, &week, &bays(1), &Busy::new(), 90 * MIN, 30 * MIN, 0);
+        assert!(long.iter().all(|s| inside_one(&intervals, s.start, s.end)));
     }
 
     fn bays(n: usize) -> Vec<BayRef> {
