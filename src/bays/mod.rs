@@ -78,12 +78,14 @@ async fn update_bay(State(state): State<AppState>, Admin(caller): Admin, put: Re
     let current = visible_bay(&state, &caller, &id).await?;
     let fields = validate_bay(&state, &caller, input?, Some(&current)).await?;
     let mut change = Change::begin(&state.db, caller.company_id).await?;
-    if_match.verify::<Bay, _>(&current, store::find(change.tx(), caller.company_id, current.id)).await?;
     // An appointment's bay belongs to the appointment's shop, a hold's to the hold's: checked in
-    // the write's transaction, so a hold made meanwhile is not stranded in the old shop.
+    // the write's transaction, so a hold made meanwhile is not stranded in the old shop. Before
+    // If-Match, which locks the bay: `in_use` locks the bay's expired holds before the bay, as
+    // a hold's writer does (and a 422 comes before a 412).
     if fields.shop_id != current.shop_id && store::in_use(change.tx(), caller.company_id, current.shop_id, current.id, now_micros()).await? {
         return Err(ApiError::invalid("shop_id", "This bay has appointments or holds; it cannot move to another shop."));
     }
+    if_match.verify::<Bay, _>(&current, store::find(change.tx(), caller.company_id, current.id)).await?;
     let bay = Bay::from(
         store::update(change.tx(), caller.company_id, current.id, &fields)
             .await

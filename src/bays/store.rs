@@ -80,13 +80,12 @@ pub async fn update(tx: &mut Tx, company_id: i64, id: i64, f: &BayFields) -> Res
 /// appointment (deleted ones keep their bay) or a live hold. Holds that expired unbooked are
 /// retired here first (a hold is booked only while `held`, so none of them can be booked after),
 /// and then stand in nobody's way. Holds and availability are worked out per shop, so a bay in
-/// use must stay. Locks the bay's row first (PostgreSQL), as a hold's writer does: a hold
-/// committed before is seen here, and one after sees the new shop. (A rare admin check: it walks
+/// use must stay. Locks the bay's row (PostgreSQL), as a hold's writer does: a hold committed
+/// before is seen here, and one after sees the new shop. (A rare admin check: it walks
 /// the shop's appointments through the `(company_id, shop_id, ...)` index.)
 pub async fn in_use(tx: &mut Tx, company_id: i64, shop_id: i64, bay_id: i64, now: i64) -> Result<bool, DbError> {
-    tx.lock_row("bays", company_id, bay_id).await?;
-    // Picked in id order and locked first, as the holds' own retiring does: the two never
-    // deadlock over a pair of holds.
+    // Expired holds first, in id order, then the bay: the order a hold's writer locks them in
+    // (`holds::store::retire_expired`, then `lock_bay`), so the two wait, never deadlock.
     let mut pick = Query::new("SELECT id FROM holds WHERE company_id = $1 AND bay_id = $2 AND state = 'held' AND expires_at <= $3 ORDER BY id");
     if !tx.is_sqlite() {
         pick.push(" FOR UPDATE");
@@ -97,6 +96,7 @@ pub async fn in_use(tx: &mut Tx, company_id: i64, shop_id: i64, bay_id: i64, now
         .bind(bay_id)
         .bind(now);
     tx.execute(&retire).await?;
+    tx.lock_row("bays", company_id, bay_id).await?;
     let q = Query::new(
         "SELECT id FROM appointments WHERE company_id = $1 AND shop_id = $2 AND bay_id = $3 \
          UNION ALL SELECT id FROM holds WHERE company_id = $1 AND bay_id = $3 AND state = 'held' LIMIT 1",

@@ -300,7 +300,8 @@ async fn write(mut change: Change, rows: Vec<Row>, how: Updates) -> Result<Optio
         }
     }
     // In customer_number order, as the locked read takes them (`store::by_numbers`): two imports
-    // lock their shared customers in one order, so they wait for each other and never deadlock.
+    // lock their shared customers in one order. (Two imports that also create one same new
+    // number can still deadlock over it on PostgreSQL; one of them fails, as it would anyway.)
     updates.sort_by(|a, b| a.fields.customer_number.cmp(&b.fields.customer_number));
     let mut updated = 0;
     for row in &updates {
