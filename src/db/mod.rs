@@ -532,20 +532,22 @@ pub enum Reader<'a> {
 }
 
 impl Reader<'_> {
-    pub async fn fetch_optional<T: FromRow>(self, mut q: Query) -> Result<Option<T>, DbError> {
+    pub async fn fetch_optional<T: FromRow>(self, q: Query) -> Result<Option<T>, DbError> {
         match self {
             Reader::Db(db) => db.fetch_optional(&q).await,
-            Reader::Locked(tx) => {
-                if matches!(tx, Tx::Postgres(_)) {
-                    q.push(" FOR UPDATE");
-                }
-                tx.fetch_optional(&q).await
-            }
+            Reader::Locked(tx) => tx.fetch_optional(&for_update(tx, q)).await,
         }
     }
-}
 
-impl Reader<'_> {
+    /// Every row of `q`, locked when read in a transaction (give `q` an `ORDER BY` there, so two
+    /// transactions lock shared rows in one order).
+    pub async fn fetch_all<T: FromRow>(self, q: Query) -> Result<Vec<T>, DbError> {
+        match self {
+            Reader::Db(db) => db.fetch_all(&q).await,
+            Reader::Locked(tx) => tx.fetch_all(&for_update(tx, q)).await,
+        }
+    }
+
     /// The same reader for one more statement.
     pub fn again(&mut self) -> Reader<'_> {
         match self {
@@ -553,20 +555,15 @@ impl Reader<'_> {
             Reader::Locked(tx) => Reader::Locked(tx),
         }
     }
+}
 
-    /// Every row of `q`, locked when read in a transaction (give `q` an `ORDER BY` there, so two
-    /// transactions lock shared rows in one order).
-    pub async fn fetch_all<T: FromRow>(self, mut q: Query) -> Result<Vec<T>, DbError> {
-        match self {
-            Reader::Db(db) => db.fetch_all(&q).await,
-            Reader::Locked(tx) => {
-                if matches!(tx, Tx::Postgres(_)) {
-                    q.push(" FOR UPDATE");
-                }
-                tx.fetch_all(&q).await
-            }
-        }
+/// `q` locking the rows it reads until `tx` commits: `FOR UPDATE` on PostgreSQL; SQLite's one
+/// writer holds every row of its transaction already.
+fn for_update(tx: &Tx, mut q: Query) -> Query {
+    if !tx.is_sqlite() {
+        q.push(" FOR UPDATE");
     }
+    q
 }
 
 impl<'a> From<&'a Db> for Reader<'a> {
