@@ -84,14 +84,7 @@ pub async fn revoke(tx: &mut Tx, company_id: i64, id: i64) -> Result<Revocation,
     .bind(id)
     .bind(now_micros());
     if let Some(row) = tx.fetch_optional::<KeyRecordRow>(&q).await? {
-        if tx.is_sqlite() {
-            tx.notify(REVOCATION_CHANNEL, id.to_string()).await?;
-        } else {
-            // In the transaction, not after it like other notices (`Tx::notify`): PostgreSQL
-            // delivers it when, and only if, the revocation commits, so it cannot be lost.
-            let notice = Query::new("SELECT pg_notify($1, $2)").bind(REVOCATION_CHANNEL).bind(id.to_string());
-            tx.execute(&notice).await?;
-        }
+        tx.notify_with_commit(REVOCATION_CHANNEL, id.to_string()).await?;
         return Ok(Revocation::Revoked(row));
     }
     let q = Query::new("SELECT id FROM api_keys WHERE company_id = $1 AND id = $2").bind(company_id).bind(id);

@@ -425,6 +425,17 @@ impl Tx {
         }
     }
 
+    /// [`Tx::notify`] for a notice that must never be lost once the transaction commits (a key's
+    /// revocation): on PostgreSQL a `NOTIFY` inside the transaction, which PostgreSQL delivers
+    /// if and only if it commits, at the cost of serialising with other notifying commits (so
+    /// ordinary notices go after the commit instead). SQLite's broadcast is in-process already.
+    pub async fn notify_with_commit(&mut self, channel: &str, payload: String) -> Result<(), DbError> {
+        if self.is_sqlite() {
+            return self.notify(channel, payload).await;
+        }
+        self.execute(&Query::new("SELECT pg_notify($1, $2)").bind(channel).bind(payload)).await.map(|_| ())
+    }
+
     /// Runs `last`'s statements and commits. On SQLite they run on the writer thread in the
     /// commit's own hand-off (each statement of a `Tx` otherwise costs one); on PostgreSQL they
     /// are sent one by one before `COMMIT`.
