@@ -259,26 +259,10 @@ pub fn parse_integer(raw: &str) -> Option<i64> {
     whole.parse().ok()
 }
 
-/// Whether a path's percent-encoded bytes decode to UTF-8 (what axum needs to extract a
-/// parameter from it). A `%` not followed by two hex digits stays as it is.
+/// Whether a path's percent-escapes decode to UTF-8, decoded as axum decodes a path parameter
+/// (a `%` not followed by two hex digits stays as it is).
 pub fn decodes_to_utf8(path: &str) -> bool {
-    let bytes = path.as_bytes();
-    let mut decoded = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let hex = |b: u8| (b as char).to_digit(16);
-        match (bytes[i], bytes.get(i + 1).copied().and_then(hex), bytes.get(i + 2).copied().and_then(hex)) {
-            (b'%', Some(high), Some(low)) => {
-                decoded.push((high * 16 + low) as u8);
-                i += 3;
-            }
-            (b, _, _) => {
-                decoded.push(b);
-                i += 1;
-            }
-        }
-    }
-    std::str::from_utf8(&decoded).is_ok()
+    percent_encoding::percent_decode_str(path).decode_utf8().is_ok()
 }
 
 pub fn parse_bool(value: &str) -> Option<bool> {
