@@ -247,7 +247,7 @@ async fn roles_are_checked_before_the_body(backend: Backend) {
 /// once before, so both servers hold it in their key cache.
 async fn two_admin_keys_revoking_each_other_leave_one(backend: Backend) {
     let config = AppConfig { rate_limit: 0.0, ..crate::support::test_config() };
-    let app = std::sync::Arc::new(TestApp::spawn_with(backend, config.clone()).await);
+    let app = TestApp::spawn_with(backend, config.clone()).await;
     let replica = app.spawn_replica_with(config).await;
     let mut outcomes = std::collections::BTreeMap::new();
     for round in 0..24 {
@@ -262,19 +262,11 @@ async fn two_admin_keys_revoking_each_other_leave_one(backend: Backend) {
                 assert_eq!(r.status(), 200);
             }
         }
-        let mut revocations = Vec::new();
-        for (n, (revoker, revoked)) in [(&keys[0], &keys[1]), (&keys[1], &keys[0])].into_iter().enumerate() {
-            let (app, key, target) = (app.clone(), revoker.1.clone(), revoked.0);
-            let base = if (n + round) % 2 == 0 { app.base.clone() } else { replica.clone() };
-            revocations.push(tokio::spawn(async move {
-                let r = app.client.delete(format!("{base}/api/v1/api_keys/{target}")).bearer_auth(&key).send().await.unwrap();
-                r.status().as_u16()
-            }));
-        }
-        let mut statuses = Vec::new();
-        for r in revocations {
-            statuses.push(r.await.unwrap());
-        }
+        let revocations = [(&keys[0], &keys[1]), (&keys[1], &keys[0])].into_iter().enumerate().map(|(n, (revoker, revoked))| {
+            let base = if (n + round) % 2 == 0 { &app.base } else { &replica };
+            app.client.delete(format!("{base}/api/v1/api_keys/{}", revoked.0)).bearer_auth(&revoker.1)
+        });
+        let mut statuses = crate::support::together(revocations.collect()).await;
         statuses.sort();
         assert_ne!(statuses, vec![204, 204], "round {round}: both admin keys revoked each other");
         // Exactly one key still works on both servers (PostgreSQL tells the other server of

@@ -399,7 +399,7 @@ async fn embedded_records_are_written_as_their_own_routes_write_them(backend: Ba
 /// set it asked, none put back to what another update read before it.
 async fn concurrent_updates_keep_each_others_optional_fields(backend: Backend) {
     let config = autoshop::config::AppConfig { rate_limit: 0.0, ..crate::support::test_config() };
-    let app = std::sync::Arc::new(TestApp::spawn_with(backend, config.clone()).await);
+    let app = TestApp::spawn_with(backend, config.clone()).await;
     let key = app.admin_key.clone();
     let shop = app.create_shop(&key, "A", "America/Chicago").await;
     let date = "2026-07-09T08:30:00";
@@ -414,19 +414,11 @@ async fn concurrent_updates_keep_each_others_optional_fields(backend: Backend) {
     };
     let mut lost = Vec::new();
     for round in 0..30 {
-        let mut puts = Vec::new();
-        for (n, field) in fields.iter().enumerate() {
-            let (app, key) = (app.clone(), key.clone());
-            let base = if (n + round) % 2 == 0 { app.base.clone() } else { replica.clone() };
-            let update = body_with(shop, date, json!({ *field: value(field, round) }));
-            puts.push(tokio::spawn(async move {
-                let r = app.client.put(format!("{base}/api/v1/appointments/{id}")).bearer_auth(&key).json(&update).send().await.unwrap();
-                r.status().as_u16()
-            }));
-        }
-        for put in puts {
-            assert_eq!(put.await.unwrap(), 200);
-        }
+        let puts = fields.iter().enumerate().map(|(n, field)| {
+            let base = if (n + round) % 2 == 0 { &app.base } else { &replica };
+            app.client.put(format!("{base}/api/v1/appointments/{id}")).bearer_auth(&key).json(&body_with(shop, date, json!({ *field: value(field, round) })))
+        });
+        assert!(crate::support::together(puts.collect()).await.iter().all(|s| *s == 200));
         let now = app.get(&key, &format!("/api/v1/appointments/{id}")).await.ok().clone();
         for field in fields {
             let shown = if field == "vehicle_id" { &now["vehicle"]["vehicle_id"] } else { &now[field] };

@@ -2,7 +2,7 @@ use autoshop::db::Query;
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::support::{Backend, TestApp};
+use crate::support::{Backend, TestApp, together};
 
 crate::backend_tests!(
     creates_customers_with_defaults_and_both_phone_shapes,
@@ -455,7 +455,7 @@ async fn a_partial_update_applies_only_to_the_row_it_read(backend: Backend) {
 /// omitted fields keep the value they have when it is written, so every field ends as the one
 /// update that set it asked (none is put back to what another update read before it).
 async fn concurrent_updates_keep_each_others_fields(backend: Backend) {
-    let app = std::sync::Arc::new(TestApp::spawn(backend).await);
+    let app = TestApp::spawn(backend).await;
     let key = app.admin_key.clone();
     let shop = app.create_shop(&key, "A", "UTC").await;
     let id = create_customer(&app, &key, shop, "Ann", "Lee", json!({})).await;
@@ -463,19 +463,11 @@ async fn concurrent_updates_keep_each_others_fields(backend: Backend) {
     let fields = ["first_name", "last_name", "address", "city", "comments", "customer_type"];
     let mut lost = Vec::new();
     for round in 0..30 {
-        let mut puts = Vec::new();
-        for (n, field) in fields.iter().enumerate() {
-            let (app, key) = (app.clone(), key.clone());
-            let base = if (n + round) % 2 == 0 { app.base.clone() } else { replica.clone() };
-            let body = json!({ *field: format!("{field} {round}") });
-            puts.push(tokio::spawn(async move {
-                let r = app.client.put(format!("{base}/api/v1/customers/{id}")).bearer_auth(&key).json(&body).send().await.unwrap();
-                r.status().as_u16()
-            }));
-        }
-        for put in puts {
-            assert_eq!(put.await.unwrap(), 200);
-        }
+        let puts = fields.iter().enumerate().map(|(n, field)| {
+            let base = if (n + round) % 2 == 0 { &app.base } else { &replica };
+            app.client.put(format!("{base}/api/v1/customers/{id}")).bearer_auth(&key).json(&json!({ *field: format!("{field} {round}") }))
+        });
+        assert!(together(puts.collect()).await.iter().all(|s| *s == 200));
         let customer = app.get(&key, &format!("/api/v1/customers/{id}")).await.ok().clone();
         for field in fields {
             if customer[field] != json!(format!("{field} {round}")) {

@@ -321,3 +321,14 @@ impl TestApp {
         r.body["api_key"].as_str().unwrap().to_owned()
     }
 }
+
+/// Sends `requests` at the same moment (one task each) and returns their statuses in order: for
+/// the tests that race writers against each other.
+pub async fn together(requests: Vec<reqwest::RequestBuilder>) -> Vec<u16> {
+    let tasks: Vec<_> = requests.into_iter().map(|r| tokio::spawn(async move { r.send().await.unwrap().status().as_u16() })).collect();
+    let mut statuses = Vec::with_capacity(tasks.len());
+    for task in tasks {
+        statuses.push(task.await.unwrap());
+    }
+    statuses
+}
