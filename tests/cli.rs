@@ -227,3 +227,40 @@ async fn backup_copies_a_database_while_a_server_writes_to_it() {
         }
     }
 }
+
+/// Two backups started together to one name: one writes it and the other fails. Neither replaces
+/// the other's finished copy (a rename would have, silently).
+#[test]
+fn two_backups_to_one_name_never_overwrite_each_other() {
+    let (url, path) = temp_db();
+    company_create(&url, "Twin Backup Auto");
+    {
+        // Enough pages that the two copies overlap in time.
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        conn.execute_batch("CREATE TABLE filler(x BLOB); WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 4000) INSERT INTO filler SELECT randomblob(8000) FROM n;").unwrap();
+    }
+    for round in 0..3 {
+        let copy = path.with_extension(format!("twin{round}.db"));
+        let start = || Command::new(binary()).args(["backup", "--database-url", &url, "--to"]).arg(&copy).stderr(std::process::Stdio::piped()).spawn().unwrap();
+        let (first, second) = (start(), start());
+        let outs = [first.wait_with_output().unwrap(), second.wait_with_output().unwrap()];
+        let won = outs.iter().filter(|o| o.status.success()).count();
+        assert_eq!(won, 1, "round {round}: exactly one backup writes the name: {:?}", outs.iter().map(|o| String::from_utf8_lossy(&o.stderr).into_owned()).collect::<Vec<_>>());
+        let lost = outs.iter().find(|o| !o.status.success()).unwrap();
+        assert!(String::from_utf8_lossy(&lost.stderr).contains("exists already"), "{}", String::from_utf8_lossy(&lost.stderr));
+        let conn = rusqlite::Connection::open(&copy).unwrap();
+        let rows: i64 = conn.query_row("SELECT COUNT(*) FROM filler", [], |r| r.get(0)).unwrap();
+        assert_eq!(rows, 4000);
+        let _ = std::fs::remove_file(&copy);
+    }
+    let leftovers: Vec<_> = std::fs::read_dir(path.parent().unwrap())
+        .unwrap()
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name().to_string_lossy().contains(&format!("{}", path.file_stem().unwrap().to_string_lossy())) && e.file_name().to_string_lossy().ends_with(".partial"))
+        .map(|e| e.file_name())
+        .collect();
+    assert!(leftovers.is_empty(), "no partial copy is left behind: {leftovers:?}");
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
+    }
+}

@@ -315,13 +315,33 @@ pub fn backup(url: &str, to: &Path) -> anyhow::Result<u64> {
         conn.busy_timeout(std::time::Duration::from_secs(30))?;
         conn.execute("VACUUM INTO ?1", [partial.to_string_lossy().as_ref()]).context("copying the database")?;
         drop(conn);
-        std::fs::rename(&partial, to).with_context(|| format!("moving the copy to {}", to.display()))
+        // `VACUUM INTO` does not sync its output: the copy reaches the disk before it gets its name.
+        std::fs::File::open(&partial)?.sync_all().context("syncing the copy")?;
+        publish(&partial, to)
     })();
     if copied.is_err() {
         let _ = std::fs::remove_file(&partial);
     }
     copied?;
     Ok(std::fs::metadata(to)?.len())
+}
+
+/// Gives the finished copy its name without replacing a file that appeared there since the
+/// first check (another backup to the same name): a hard link fails when the name is taken, where
+/// a rename would overwrite. Then the directory is synced, so the name survives a power cut.
+fn publish(partial: &Path, to: &Path) -> anyhow::Result<()> {
+    use anyhow::Context;
+    match std::fs::hard_link(partial, to) {
+        Ok(()) => std::fs::remove_file(partial)?,
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => anyhow::bail!("{} exists already; backups never overwrite", to.display()),
+        // A file system without hard links: the rename, checked just before.
+        Err(_) => {
+            anyhow::ensure!(!to.exists(), "{} exists already; backups never overwrite", to.display());
+            std::fs::rename(partial, to).with_context(|| format!("moving the copy to {}", to.display()))?;
+        }
+    }
+    let dir = to.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    std::fs::File::open(dir)?.sync_all().context("syncing the backup's directory")
 }
 
 fn aborted() -> DbError {
