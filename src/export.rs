@@ -24,36 +24,41 @@ const DEPTH: usize = 4;
 pub const CSV: &str = "text/csv; charset=utf-8; header=present";
 
 /// Answers `200 text/csv`: the header row named after `sample`'s fields, then one record per row
-/// of `q` as the resource `R` shows it. A database error after the first byte ends the body
-/// without its last chunk, so the client sees a broken transfer, never a short file that looks
-/// complete.
-pub fn csv_response<T, R>(db: &Db, q: Query, sample: R, name: &str) -> Response
+/// of `q` as the resource `R` shows it. The answer waits for the database's first batch (or its
+/// end), so an outage before any row is a 503 like any request's. A database error after that
+/// ends the body without its last chunk, so the client sees a broken transfer, never a short file
+/// that looks complete.
+pub async fn csv_response<T, R>(db: &Db, q: Query, sample: R, name: &str) -> Result<Response, ApiError>
 where
     T: FromRow,
     R: Serialize + From<T> + Send + 'static,
 {
+    let mut rows = db.stream::<T>(q, BATCH, DEPTH);
     let mut first = String::new();
     csv::push_header(&mut first, &csv::header(&sample));
-    let rows = db.stream::<T>(q, BATCH, DEPTH);
+    match rows.recv().await {
+        Some(Err(e)) => return Err(e.into()),
+        Some(Ok(batch)) => push_records::<T, R>(&mut first, batch)?,
+        None => {}
+    }
     let chunks = futures_util::stream::unfold((Some(first), rows), |(first, mut rows)| async move {
         if let Some(first) = first {
             return Some((Ok(Bytes::from(first)), (None, rows)));
         }
-        let batch = match rows.recv().await? {
-            Ok(batch) => batch,
-            Err(e) => {
-                tracing::error!(error = %e, "an export stopped on a database error");
-                return Some((Err(std::io::Error::other(e.to_string())), (None, rows)));
+        let chunk = match rows.recv().await? {
+            Ok(batch) => {
+                let mut chunk = String::with_capacity(batch.len() * 256);
+                push_records::<T, R>(&mut chunk, batch).map(|()| chunk)
             }
+            Err(e) => Err(ApiError::from(e)),
         };
-        let mut chunk = String::with_capacity(batch.len() * 256);
-        for row in batch {
-            if let Err(e) = csv::push_record(&mut chunk, &R::from(row)) {
-                tracing::error!(error = %e, "an export could not write a record");
-                return Some((Err(std::io::Error::other(e.to_string())), (None, rows)));
+        match chunk {
+            Ok(chunk) => Some((Ok(Bytes::from(chunk)), (None, rows))),
+            Err(e) => {
+                tracing::error!(error = %e, "an export stopped");
+                Some((Err(std::io::Error::other(e.to_string())), (None, rows)))
             }
         }
-        Some((Ok(Bytes::from(chunk)), (None, rows)))
     });
     // Fused: the gzip layer polls a body once more after its end, which `unfold` forbids.
     let chunks = futures_util::StreamExt::fuse(chunks);
@@ -66,7 +71,14 @@ where
     if let Ok(value) = HeaderValue::from_str(&disposition) {
         headers.insert(header::CONTENT_DISPOSITION, value);
     }
-    response
+    Ok(response)
+}
+
+fn push_records<T, R: Serialize + From<T>>(out: &mut String, batch: Vec<T>) -> Result<(), ApiError> {
+    for row in batch {
+        csv::push_record(out, &R::from(row)).map_err(|e| ApiError::Internal(format!("an export could not write a record: {e}")))?;
+    }
+    Ok(())
 }
 
 /// An export takes a list's parameters but not its paging or its nested details.

@@ -263,6 +263,11 @@ fn rejected_statement(e: &(dyn sqlx::error::DatabaseError + 'static)) -> bool {
 pub fn stream<T: FromRow>(pg: &Pg, q: Query, batch: usize, sender: tokio::sync::mpsc::Sender<Result<Vec<T>, DbError>>) {
     use futures_util::TryStreamExt;
     use sqlx::Connection;
+    // The export's connection is not the pool's, but a closed pool (shutdown) closes exports too.
+    if pg.pool.is_closed() {
+        let _ = sender.try_send(Err(sqlx::Error::PoolClosed.into()));
+        return;
+    }
     let options = pg.pool.connect_options();
     tokio::spawn(async move {
         let work = async {

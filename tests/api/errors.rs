@@ -125,6 +125,12 @@ async fn database_outage_is_503(backend: Backend) {
     let r = app.get(&key, "/api/v1/bays").await;
     r.problem(503);
     assert!(r.header("retry-after").is_some());
+    // An export answers only once its rows come: a 503 too, not a 200 whose body then breaks.
+    for path in ["/api/v1/customers/export", "/api/v1/appointments/export"] {
+        let r = app.get(&key, path).await;
+        r.problem(503);
+        assert!(r.header("retry-after").is_some(), "{path}");
+    }
     let r = app.request(Method::GET, None, "/readyz", None).await;
     r.problem(503);
     assert_eq!(app.request(Method::GET, None, "/healthz", None).await.status, 200);
