@@ -156,9 +156,12 @@ async fn update_shop(State(state): State<AppState>, Admin(caller): Admin, put: R
     // changes commit together.
     // One `shop.updated` event stands for the re-localised appointments too (docs/api.md).
     let mut change = Change::begin(&state.db, caller.company_id).await?;
-    if_match.verify::<ShopInfo, _>(&current, store::find(change.tx(), caller.company_id, current.id)).await?;
+    // Whether the zone changes is decided on the row as it is now, locked: against `current`, a
+    // concurrent zone change would be undone without its appointments following.
+    let stored = store::find(change.tx(), caller.company_id, current.id).await?.ok_or_else(|| ApiError::not_found("Shop"))?;
+    if_match.verify::<ShopInfo, _>(&current, async { Ok(Some(stored.clone())) }).await?;
     let shop = store::update(change.tx(), caller.company_id, current.id, &fields).await?.ok_or_else(|| ApiError::not_found("Shop"))?;
-    if shop.fields.timezone != current.fields.timezone {
+    if shop.fields.timezone != stored.fields.timezone {
         crate::appointments::store::relocalize_shop(change.tx(), caller.company_id, shop.id, shop.tz()).await?;
     }
     let info = ShopInfo::from(shop);

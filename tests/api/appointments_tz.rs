@@ -15,6 +15,7 @@ crate::backend_tests!(
     fall_back_repeated_hour_and_southern_zone,
     creation_time_ranges_use_utc_days_and_bad_values_are_422,
     relocalizing_a_shop_after_a_zone_change,
+    a_rename_racing_a_zone_change_keeps_appointments_in_the_shops_zone,
 );
 
 async fn spring_forward_local_dates_times_and_ranges(backend: Backend) {
@@ -170,4 +171,36 @@ async fn relocalizing_a_shop_after_a_zone_change(backend: Backend) {
     // The other shop is untouched.
     let r = app.get(key, &format!("/api/v1/appointments/{stays}")).await;
     assert_eq!(r.body["schedule"]["time"], "15:00:00");
+}
+
+/// A shop PUT without `timezone` keeps the zone it read; when a zone change commits between that
+/// read and its write, it puts the old zone back, and its appointments must follow it back.
+/// Renames race a zone change through two servers; after each round every appointment's local
+/// time must be its start in the shop's zone, whichever write came last.
+async fn a_rename_racing_a_zone_change_keeps_appointments_in_the_shops_zone(backend: Backend) {
+    let config = autoshop::config::AppConfig { rate_limit: 0.0, ..crate::support::test_config() };
+    let app = &TestApp::spawn_with(backend, config.clone()).await;
+    let replica = app.spawn_replica_with(config).await;
+    let key = &app.admin_key;
+    let shop = app.create_shop(key, "Moving", "UTC").await;
+    let mut ids = Vec::new();
+    for _ in 0..20 {
+        ids.push(create_id(app, key, body(shop, "2026-03-08T00:00:00Z")).await);
+    }
+    let put = |base: &str, body: serde_json::Value| app.client.put(format!("{base}/api/v1/shops/{shop}")).bearer_auth(key).json(&body);
+    for round in 0..30 {
+        app.put(key, &format!("/api/v1/shops/{shop}"), json!({"name": "Moving", "timezone": "UTC"})).await.ok();
+        let mut racing = vec![put(&app.base, json!({"name": "Moving", "timezone": "Asia/Tokyo"}))];
+        for n in 0..3 {
+            racing.push(put(if n % 2 == 0 { &replica } else { &app.base }, json!({"name": format!("Renamed {n}")})));
+        }
+        let statuses = crate::support::together(racing).await;
+        assert!(statuses.iter().all(|s| *s == 200), "round {round}: {statuses:?}");
+        let zone = app.get(key, &format!("/api/v1/shops/{shop}")).await.ok()["timezone"].as_str().unwrap().to_owned();
+        let expected = if zone == "Asia/Tokyo" { "09:00:00" } else { "00:00:00" };
+        for id in &ids {
+            let r = app.get(key, &format!("/api/v1/appointments/{id}")).await;
+            assert_eq!(r.body["schedule"]["time"], expected, "round {round}: the shop is in {zone}, appointment {id} is not");
+        }
+    }
 }
