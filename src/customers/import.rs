@@ -1,7 +1,7 @@
 //! `POST /api/v1/customers/import`: a CSV file of customers in the export's columns, validated
 //! row by row like `POST /api/v1/customers` and written all or nothing (decisions §16).
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -16,7 +16,7 @@ use crate::{
     auth::Caller,
     change::Change,
     csv,
-    db::{Db, now_micros},
+    db::{Db, DbError, now_micros},
     error::{ApiError, FieldErrors},
     respond::unique_as_invalid,
     scope,
@@ -282,16 +282,24 @@ enum Updates {
 }
 
 /// Creates and updates in one transaction, each customer with its event; `None` (nothing
-/// written) when a customer to update changed since it was read.
+/// written) when a customer to update changed since it was read, or (first pass) a number the
+/// file creates was taken meanwhile: the locked pass's check then names its row.
 async fn write(mut change: Change, rows: Vec<Row>, how: Updates) -> Result<Option<ImportSummary>, ApiError> {
     let company_id = change.company_id();
+    let taken = |e: DbError| match (e, &how) {
+        (DbError::Unique, Updates::UnlessChanged) => None,
+        (e, _) => Some(unique_as_invalid("customer_number")(e)),
+    };
     let (mut updates, creates): (Vec<Row>, Vec<Row>) = rows.into_iter().partition(|r| r.updates.is_some());
     let creates: Vec<CustomerFields> = creates.into_iter().map(|r| r.fields).collect();
     let now = now_micros();
     let mut created = 0;
     for chunk in creates.chunks(INSERT_CHUNK) {
         let q = store::insert_many_query(company_id, chunk, now);
-        let mut inserted: Vec<CustomerRow> = change.tx().fetch_all(&q).await.map_err(unique_as_invalid("customer_number"))?;
+        let mut inserted: Vec<CustomerRow> = match change.tx().fetch_all(&q).await {
+            Ok(rows) => rows,
+            Err(e) => return taken(e).map_or(Ok(None), Err),
+        };
         inserted.sort_by_key(|c| c.id);
         for row in inserted {
             let customer = Customer::from(row);
@@ -310,7 +318,10 @@ async fn write(mut change: Change, rows: Vec<Row>, how: Updates) -> Result<Optio
             Updates::UnlessChanged => store::update_unless_changed(company_id, read.id, &read.fields, &row.fields),
             Updates::Locked => store::update_query(company_id, read.id, &row.fields),
         };
-        let stored: Option<CustomerRow> = change.tx().fetch_optional(&q).await.map_err(unique_as_invalid("customer_number"))?;
+        let stored: Option<CustomerRow> = match change.tx().fetch_optional(&q).await {
+            Ok(stored) => stored,
+            Err(e) => return taken(e).map_or(Ok(None), Err),
+        };
         let Some(stored) = stored else {
             return Ok(None);
         };
@@ -324,14 +335,14 @@ async fn write(mut change: Change, rows: Vec<Row>, how: Updates) -> Result<Optio
     Ok(Some(summary))
 }
 
-/// The errors of the rows, keyed `row N.field`; past [`MAX_ROWS_REPORTED`] rows, only counted.
-/// A row may get errors twice (its cells, then its shop): it counts once, and a listed row gets
-/// all of its errors.
+/// The errors of the rows, keyed `row N.field`: the [`MAX_ROWS_REPORTED`] first rows with errors
+/// are listed, the rest only counted. A row may get errors twice (its cells, then its shop): it
+/// counts once, and a listed row gets all of its errors. Rows are listed by number whichever
+/// check found their errors, so a row whose only error is its shop keeps its place.
 #[derive(Default)]
 struct RowErrors {
-    errors: FieldErrors,
+    listed: BTreeMap<usize, FieldErrors>,
     rows: BTreeSet<usize>,
-    listed: BTreeSet<usize>,
 }
 
 impl RowErrors {
@@ -339,18 +350,31 @@ impl RowErrors {
         if row.is_empty() {
             return;
         }
-        let first_time = self.rows.insert(number);
-        if self.listed.contains(&number) || (first_time && self.listed.len() < MAX_ROWS_REPORTED) {
-            self.listed.insert(number);
-            self.errors.absorb(&format!("row {number}."), row);
+        self.rows.insert(number);
+        if let Some(listed) = self.listed.get_mut(&number) {
+            listed.absorb("", row);
+            return;
         }
+        if self.listed.len() == MAX_ROWS_REPORTED {
+            // Full: a later row waits its turn; an earlier one takes the last row's place (which
+            // then never comes back: every row still listed is before it).
+            match self.listed.last_key_value() {
+                Some((&last, _)) if last > number => drop(self.listed.remove(&last)),
+                _ => return,
+            }
+        }
+        self.listed.insert(number, row);
     }
 
-    fn into_result(mut self) -> Result<(), ApiError> {
-        if self.rows.len() > MAX_ROWS_REPORTED {
-            self.errors.add("rows", format!("{} rows have errors; the first {MAX_ROWS_REPORTED} are listed.", self.rows.len()));
+    fn into_result(self) -> Result<(), ApiError> {
+        let mut errors = FieldErrors::default();
+        for (number, row) in self.listed {
+            errors.absorb(&format!("row {number}."), row);
         }
-        self.errors.into_result()
+        if self.rows.len() > MAX_ROWS_REPORTED {
+            errors.add("rows", format!("{} rows have errors; the first {MAX_ROWS_REPORTED} are listed.", self.rows.len()));
+        }
+        errors.into_result()
     }
 }
 
@@ -360,6 +384,32 @@ mod tests {
 
     fn header(names: &[&str]) -> Vec<String> {
         names.iter().map(|n| (*n).to_owned()).collect()
+    }
+
+    #[test]
+    fn the_first_rows_with_errors_are_listed_whichever_check_found_them() {
+        let error = |field: &str| {
+            let mut e = FieldErrors::default();
+            e.add(field, "bad");
+            e
+        };
+        let mut errors = RowErrors::default();
+        // The cells' pass finds rows 2..=201 (even numbers); the shops' pass then rows 1..=99 (odd).
+        for n in (2..=201).step_by(2) {
+            errors.add(n, error("email"));
+        }
+        for n in (1..100).step_by(2) {
+            errors.add(n, error("shop_id"));
+        }
+        errors.add(2, error("shop_id"));
+        let ApiError::Validation(listed) = errors.into_result().unwrap_err() else { panic!() };
+        let text = serde_json::to_value(&listed).unwrap().to_string();
+        for n in 1..=100 {
+            assert!(text.contains(&format!("\"row {n}.")), "row {n} is listed: {text}");
+        }
+        assert!(!text.contains("\"row 101."), "{text}");
+        assert!(text.contains("\"row 2.shop_id\"") && text.contains("\"row 2.email\""), "{text}");
+        assert!(text.contains("150 rows have errors; the first 100 are listed."), "{text}");
     }
 
     #[test]

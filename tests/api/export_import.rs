@@ -17,6 +17,7 @@ crate::backend_tests!(
     imports_are_all_or_nothing_with_row_keyed_errors,
     imports_match_customers_by_number,
     matching_imports_and_updates_keep_each_others_fields,
+    a_number_taken_during_an_import_is_an_error_on_its_row,
     imports_check_roles_shops_sizes_and_content_types,
     keyed_imports_write_once,
 );
@@ -409,6 +410,65 @@ async fn matching_imports_and_updates_keep_each_others_fields(backend: Backend) 
         }
     }
     assert!(lost.is_empty(), "updates lost: {lost:?}");
+}
+
+/// Creates racing an import for the number of its last row: one of them gets the number, and
+/// when the import loses, its 422 names the row (`row 1500.customer_number`), however late the
+/// number was taken (between the file's check and its insert too).
+async fn a_number_taken_during_an_import_is_an_error_on_its_row(backend: Backend) {
+    let config = AppConfig { rate_limit: 0.0, ..test_config() };
+    let app = std::sync::Arc::new(TestApp::spawn_with(backend, config.clone()).await);
+    let replica = app.spawn_replica_with(config).await;
+    let key = app.admin_key.clone();
+    let shop = app.create_shop(&key, "A", "UTC").await;
+    let (mut import_lost, mut import_won) = (0, 0);
+    for round in 0..20 {
+        let contested = format!("X-{round}");
+        let file: String = std::iter::once("shop_id,customer_number,business_name,first_name,last_name,address,city,state,zip\r\n".to_owned())
+            .chain((0..1499).map(|n| format!("{shop},R{round}-{n},,Ann,Lee,1 Main,Town,IL,1\r\n")))
+            .chain(std::iter::once(format!("{shop},{contested},,Ann,Lee,1 Main,Town,IL,1\r\n")))
+            .collect();
+        let (app_1, key_1) = (app.clone(), key.clone());
+        let importing = tokio::spawn(async move { import(&app_1, &key_1, "", &file).await });
+        let mut creates = Vec::new();
+        for i in 0..4 {
+            let (app, key, contested) = (app.clone(), key.clone(), contested.clone());
+            let base = if (i + round) % 2 == 0 { app.base.clone() } else { replica.clone() };
+            // Spread over the import's check and write.
+            let lag = std::time::Duration::from_micros(((i * 7 + round * 3) % 16) as u64 * 1000);
+            creates.push(tokio::spawn(async move {
+                tokio::time::sleep(lag).await;
+                let body = json!({"shop_id": shop, "business_name": "", "first_name": "Bo", "last_name": "Ray", "address": "2 Main",
+                    "city": "Town", "state": "IL", "zip": "1", "customer_number": contested});
+                let r = app.client.post(format!("{base}/api/v1/customers")).bearer_auth(&key).json(&body).send().await.unwrap();
+                (r.status().as_u16(), r.json::<Value>().await.unwrap())
+            }));
+        }
+        let imported = importing.await.unwrap();
+        let mut created = 0;
+        for c in creates {
+            let (status, body) = c.await.unwrap();
+            match status {
+                201 => created += 1,
+                422 => assert!(body["errors"]["customer_number"].is_array(), "round {round}: {body}"),
+                other => panic!("round {round}: a create answered {other}: {body}"),
+            }
+        }
+        match imported.status.as_u16() {
+            201 => {
+                import_won += 1;
+                assert_eq!(created, 0, "round {round}: the number went to the import and a create");
+            }
+            422 => {
+                import_lost += 1;
+                assert_eq!(created, 1, "round {round}");
+                let errors = imported.body["errors"].as_object().unwrap();
+                assert_eq!(errors.keys().collect::<Vec<_>>(), vec!["row 1500.customer_number"], "round {round}: {}", imported.body);
+            }
+            other => panic!("round {round}: the import answered {other}: {}", imported.body),
+        }
+    }
+    eprintln!("imports won {import_won}, lost {import_lost}");
 }
 
 async fn futures_join(handles: Vec<tokio::task::JoinHandle<u16>>) -> Vec<u16> {
