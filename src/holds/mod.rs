@@ -33,7 +33,7 @@ use crate::{
     conditional::One,
     db::{Db, DbError, ShopFilter, now_micros},
     error::{ApiError, FieldErrors, Problem},
-    extract::{JsonBody, path_id},
+    extract::{JsonBody, Target, path_id},
     scope,
     shop_hours::{model::Interval, store as shop_hours},
     shops::store::ShopRow,
@@ -116,11 +116,19 @@ async fn get_hold(State(state): State<AppState>, caller: Caller, Path(id): Path<
 }
 
 /// Release a hold (`write` or `admin` key): its bay is free again at once. A hold already
-/// booked, released or expired answers 204 too and stays as it is.
+/// booked, released or expired answers 204 too and stays as it is. `If-Match` is checked
+/// against the hold as `GET` shows it.
 #[utoipa::path(delete, path = "/api/v1/holds/{id}", tag = "booking", params(("id" = i64, Path)),
-    responses((status = 204, description = "Released (or not live any more)"), (status = 404, body = Problem)))]
-async fn release_hold(State(state): State<AppState>, Writer(caller): Writer, Path(id): Path<String>) -> Result<StatusCode, ApiError> {
+    responses((status = 204, description = "Released (or not live any more)"), (status = 404, body = Problem),
+        (status = 412, body = Problem, description = "`If-Match` names another representation")))]
+async fn release_hold(State(state): State<AppState>, Writer(caller): Writer, target: Target) -> Result<StatusCode, ApiError> {
+    let Target { id, if_match } = target;
     let hold = visible(&state.db, &caller, &id).await?;
+    if if_match.is_present() {
+        // What a hold shows never changes but its bay's title, so the row needs no lock here.
+        let bay = bays::find(&state.db, caller.company_id, hold.bay_id).await?.ok_or_else(|| ApiError::not_found("Hold"))?;
+        if_match.check_current(&Hold::new(&hold, bay.title))?;
+    }
     if hold.state == "held" {
         let mut change = Change::begin(&state.db, caller.company_id).await?;
         if store::end(change.tx(), caller.company_id, hold.id, "released", now_micros()).await? {

@@ -332,7 +332,14 @@ async fn holds_book_once_release_and_expire(backend: Backend) {
     let r = hold("2030-01-08T09:00:00", Some("Lift 2")).await;
     let second = r.body["hold_id"].as_i64().unwrap();
     hold("2030-01-08T09:00:00", Some("Lift 2")).await.problem(409);
-    assert_eq!(app.delete(key, &format!("/api/v1/holds/{second}")).await.status, 204);
+    // If-Match: checked against the hold as GET shows it.
+    let release = |tag: &'static str| app.client.delete(format!("{}/api/v1/holds/{second}", app.base)).bearer_auth(key).header("if-match", tag).send();
+    assert_eq!(release("\"nope\"").await.unwrap().status(), 412);
+    assert_eq!(release("nope").await.unwrap().status(), 400);
+    hold("2030-01-08T09:00:00", Some("Lift 2")).await.problem(409);
+    let tag = app.get(key, &format!("/api/v1/holds/{second}")).await.header("etag").unwrap().to_owned();
+    let r = app.client.delete(format!("{}/api/v1/holds/{second}", app.base)).bearer_auth(key).header("if-match", tag).send().await.unwrap();
+    assert_eq!(r.status(), 204);
     assert_eq!(app.delete(key, &format!("/api/v1/holds/{second}")).await.status, 204);
     let r = hold("2030-01-08T09:00:00", Some("Lift 2")).await;
     assert_eq!(r.status, 201, "{}", r.body);
@@ -346,6 +353,13 @@ async fn holds_book_once_release_and_expire(backend: Backend) {
     late.as_object_mut().unwrap().remove("date");
     app.post(key, "/api/v1/appointments", late).await.problem(409);
     assert_eq!(hold("2030-01-08T09:30:00", Some("Lift 2")).await.status, 201);
+    // Purged holds' ids are never given again (SQLite gave the largest one once more).
+    let newest = app.post(key, "/api/v1/holds", json!({"shop_id": shop, "date": "2030-01-09T09:00:00", "hours": 1})).await.ok()["hold_id"].as_i64().unwrap();
+    autoshop::holds::store::purge(&app.db, i64::MAX, 1000).await.unwrap();
+    app.get(key, &format!("/api/v1/holds/{newest}")).await.problem(404);
+    let next = app.post(key, "/api/v1/holds", json!({"shop_id": shop, "date": "2030-01-09T09:00:00", "hours": 1})).await.ok()["hold_id"].as_i64().unwrap();
+    assert!(next > newest, "hold {next} after the purged {newest}");
+    app.get(key, &format!("/api/v1/holds/{newest}")).await.problem(404);
 }
 
 /// The rule holds below the server's own checks: two transactions inserting overlapping live
