@@ -18,7 +18,7 @@ use tokio::sync::broadcast::{Receiver, error::RecvError};
 use super::{Event, FeedRequest, cursor::Position, hub::EVERYONE, store};
 use crate::{
     auth::{self, Caller},
-    db::Db,
+    db::{Db, DbError},
     error::{ApiError, Problem},
     extract::QueryParams,
     state::AppState,
@@ -99,7 +99,6 @@ pub async fn stream_events(
         params.0.push(("after".into(), last.to_owned()));
     }
     let request = FeedRequest::parse(&state, &caller, &params).await.map_err(|e| rename_after(e, last_event_id.is_some()))?;
-    super::refuse_purged(&state, &caller, request.after).await?;
     let cursor = match request.after {
         Some(after) => after,
         None => store::tail(&state.db, caller.company_id).await?,
@@ -110,7 +109,7 @@ pub async fn stream_events(
         .and_then(|h| auth::bearer_key(Some(h)).ok())
         .map(auth::hash_key)
         .unwrap_or_default();
-    let reader = Reader {
+    let mut reader = Reader {
         db: state.db.clone(),
         company_id: caller.company_id,
         filter: request.filter,
@@ -120,6 +119,12 @@ pub async fn stream_events(
         key_hash,
         key_checked: tokio::time::Instant::now(),
     };
+    if request.after.is_some() {
+        // The first page is read before the cursor's purge check, as the feed does: a purge that
+        // committed between a check and the read would delete events the stream then skipped.
+        reader.fill().await?;
+        super::refuse_purged(&state, &caller, request.after).await?;
+    }
     let events = futures_util::stream::unfold((reader, stopping.map(|s| s.0)), |(mut reader, mut stopping)| async move {
         let event = match &mut stopping {
             Some(stopping) => tokio::select! {
@@ -132,7 +137,7 @@ pub async fn stream_events(
     });
     // A stream that ended (shutdown, a revoked key) may be polled again by outer layers.
     let events = futures_util::StreamExt::fuse(events);
-    Ok(Sse::new(events).keep_alive(KeepAlive::new().interval(KEEP_ALIVE)))
+    Ok(Sse::new(events).keep_alive(KeepAlive::new().interval(KEEP_ALIVE).text("keep-alive")))
 }
 
 /// A cursor given in `Last-Event-ID` is reported under that name.
@@ -170,20 +175,9 @@ impl Reader {
                 }
                 self.key_checked = tokio::time::Instant::now();
             }
-            match store::page(&self.db, self.company_id, self.cursor, &self.filter, BATCH).await {
-                Ok(rows) if !rows.is_empty() => {
-                    for row in rows {
-                        self.cursor = row.position();
-                        let event = Event::from_row(self.company_id, row);
-                        let sse = SseEvent::default().id(event.id.clone()).event(event.kind.clone());
-                        match sse.json_data(&event) {
-                            Ok(sse) => self.buffer.push_back(sse),
-                            Err(e) => tracing::error!(error = %e, "could not encode an event for a stream"),
-                        }
-                    }
-                    continue;
-                }
-                Ok(_) => {}
+            match self.fill().await {
+                Ok(true) => continue,
+                Ok(false) => {}
                 Err(e) => tracing::warn!(error = %e, "event stream read failed; retrying"),
             }
             // Nothing new: after a wake, look again shortly; otherwise wait for the next one.
@@ -194,6 +188,22 @@ impl Reader {
             let woken = tokio::time::timeout(wait, self.wait_for_company()).await;
             catch_up = if woken.is_ok() { 0 } else { catch_up + 1 };
         }
+    }
+
+    /// Reads the next page of events after the cursor into the buffer; whether there was one.
+    async fn fill(&mut self) -> Result<bool, DbError> {
+        let rows = store::page(&self.db, self.company_id, self.cursor, &self.filter, BATCH).await?;
+        let found = !rows.is_empty();
+        for row in rows {
+            self.cursor = row.position();
+            let event = Event::from_row(self.company_id, row);
+            let sse = SseEvent::default().id(event.id.clone()).event(event.kind.clone());
+            match sse.json_data(&event) {
+                Ok(sse) => self.buffer.push_back(sse),
+                Err(e) => tracing::error!(error = %e, "could not encode an event for a stream"),
+            }
+        }
+        Ok(found)
     }
 
     /// Returns when a change of this company (or possibly any) has committed.
