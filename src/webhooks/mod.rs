@@ -78,7 +78,7 @@ async fn create_webhook(State(state): State<AppState>, Admin(caller): Admin, Jso
         return Err(ApiError::invalid("url", format!("A company may have at most {MAX_PER_COMPANY} webhooks.")));
     }
     let shops = known_shops(&state, &caller, input.shop_ids.as_deref()).await?;
-    let fields = model::read(input, None, &caller, &shops, state.config.webhook_allow_private)?;
+    let fields = model::read(input, &caller, &shops, state.config.webhook_allow_private)?;
     let secret = signing::new_secret();
     let mut change = Change::begin(&state.db, caller.company_id).await?;
     let row = store::insert(change.tx(), caller.company_id, &fields, &secret).await?;
@@ -108,7 +108,7 @@ async fn update_webhook(State(state): State<AppState>, Admin(caller): Admin, put
     let current = visible(&state, &caller, &id).await?;
     let input = input?;
     let shops = known_shops(&state, &caller, input.shop_ids.as_deref()).await?;
-    let fields = model::read(input, Some(&current), &caller, &shops, state.config.webhook_allow_private)?;
+    let fields = model::read(input, &caller, &shops, state.config.webhook_allow_private)?;
     let mut change = Change::begin(&state.db, caller.company_id).await?;
     if_match.verify::<Webhook, _>(&current, store::find(change.tx(), caller.company_id, current.id)).await?;
     let row = store::update(change.tx(), caller.company_id, current.id, &fields).await?.ok_or_else(|| ApiError::not_found("Webhook"))?;

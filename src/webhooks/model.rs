@@ -219,11 +219,10 @@ pub fn check_url(raw: &str, allow_private: bool) -> Result<url::Url, String> {
     Ok(url)
 }
 
-/// Validates a create or update body. `current` holds the stored settings on update (for
-/// `enabled`); `shops_exist` are the ids among `shop_ids` that are shops of the company.
+/// Validates a create or update body; `shops_exist` are the ids among `shop_ids` that are shops
+/// of the company.
 pub fn read(
     input: WebhookInput,
-    current: Option<&WebhookRow>,
     caller: &Caller,
     shops_exist: &[i64],
     allow_private: bool,
@@ -284,7 +283,7 @@ pub fn read(
         events: serde_json::to_string(&patterns).unwrap_or_else(|_| "[]".into()),
         description,
         shop_ids,
-        enabled: input.enabled.unwrap_or(current.is_none_or(|c| c.enabled)),
+        enabled: input.enabled,
     })
 }
 

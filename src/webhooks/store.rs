@@ -32,7 +32,9 @@ pub struct WebhookFields {
     pub description: String,
     /// Comma-separated shop ids; `None` for every shop.
     pub shop_ids: Option<String>,
-    pub enabled: bool,
+    /// `None`: as stored when the write runs (a new webhook: enabled). Never the value read
+    /// before: a PUT without `enabled` must not undo the dispatcher disabling it meanwhile.
+    pub enabled: Option<bool>,
 }
 
 /// Every webhook of the company, oldest first (a company has at most a few dozen).
@@ -55,16 +57,18 @@ pub async fn insert(tx: &mut Tx, company_id: i64, f: &WebhookFields, secret: &st
     .bind(&f.description)
     .bind(f.shop_ids.clone())
     .bind(secret)
-    .bind(f.enabled)
+    .bind(f.enabled.unwrap_or(true))
     .bind(now_micros());
     tx.fetch_optional(&q).await?.ok_or(DbError::NoRow)
 }
 
-/// Replaces the settings. Enabling a disabled webhook restarts its failure clock.
+/// Replaces the settings (`enabled` only when given). Enabling a disabled webhook restarts its
+/// failure clock.
 pub async fn update(tx: &mut Tx, company_id: i64, id: i64, f: &WebhookFields) -> Result<Option<WebhookRow>, DbError> {
     let q = Query::new(format!(
         "UPDATE webhooks SET url = $3, events = $4, description = $5, shop_ids = $6, \
-         failing_since = CASE WHEN $7 AND NOT enabled THEN NULL ELSE failing_since END, enabled = $7, updated_at = $8 \
+         failing_since = CASE WHEN COALESCE($7, enabled) AND NOT enabled THEN NULL ELSE failing_since END, \
+         enabled = COALESCE($7, enabled), updated_at = $8 \
          WHERE company_id = $1 AND id = $2 RETURNING {COLUMNS}"
     ))
     .bind(company_id)

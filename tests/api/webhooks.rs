@@ -227,7 +227,7 @@ async fn test_ping_and_private_addresses_at_delivery(backend: Backend) {
         events: "[\"*\"]".into(),
         description: String::new(),
         shop_ids: None,
-        enabled: true,
+        enabled: Some(true),
     };
     let mut tx = strict.db.begin().await.unwrap();
     let row = autoshop::webhooks::store::insert(&mut tx, strict.company_id, &fields, &autoshop::webhooks::signing::new_secret()).await.unwrap();
