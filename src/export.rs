@@ -24,8 +24,8 @@ const DEPTH: usize = 4;
 pub const CSV: &str = "text/csv; charset=utf-8; header=present";
 
 /// Answers `200 text/csv`: the header row named after `sample`'s fields, then one record per row
-/// of `q` as the resource `R` shows it. The answer waits for the database's first batch (or its
-/// end), so an outage before any row is a 503 like any request's. A database error after that
+/// of `q` as the resource `R` shows it. The answer waits for the database's first row (or the
+/// end of an empty result), so an outage before any row is a 503 like any request's. A database error after that
 /// ends the body without its last chunk, so the client sees a broken transfer, never a short file
 /// that looks complete.
 pub async fn csv_response<T, R>(db: &Db, q: Query, sample: R, name: &str) -> Result<Response, ApiError>

@@ -180,7 +180,8 @@ impl Db {
         }
     }
 
-    /// Every row of `q`, in batches of up to `batch` rows through a channel of `depth` batches,
+    /// Every row of `q`, in batches of up to `batch` rows (the first holds the first row alone, so
+    /// that the receiver hears of a running read at once) through a channel of `depth` batches,
     /// read from a connection of its own (not the pool's: a slow consumer must not hold back
     /// other requests) in one snapshot. The reading stops when the receiver is dropped.
     pub fn stream<T: FromRow>(&self, q: Query, batch: usize, depth: usize) -> tokio::sync::mpsc::Receiver<Result<Vec<T>, DbError>> {

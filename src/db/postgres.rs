@@ -273,11 +273,15 @@ pub fn stream<T: FromRow>(pg: &Pg, q: Query, batch: usize, sender: tokio::sync::
         let work = async {
             let mut conn = sqlx::PgConnection::connect_with(&options).await?;
             let mut rows = bound(&q).fetch(&mut conn);
-            let mut out = Vec::with_capacity(batch);
+            // The first batch is the first row alone: the receiver learns at once that the read runs.
+            let (mut size, mut out) = (1, Vec::with_capacity(1));
             while let Some(row) = rows.try_next().await? {
                 out.push(T::from_row(&mut RowReader::postgres(&row))?);
-                if out.len() == batch && sender.send(Ok(std::mem::replace(&mut out, Vec::with_capacity(batch)))).await.is_err() {
-                    return Ok(());
+                if out.len() == size {
+                    if sender.send(Ok(std::mem::replace(&mut out, Vec::with_capacity(batch)))).await.is_err() {
+                        return Ok(());
+                    }
+                    size = batch;
                 }
             }
             if !out.is_empty() {

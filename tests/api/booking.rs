@@ -355,7 +355,8 @@ async fn holds_book_once_release_and_expire(backend: Backend) {
     assert_eq!(hold("2030-01-08T09:30:00", Some("Lift 2")).await.status, 201);
     // Purged holds' ids are never given again (SQLite gave the largest one once more).
     let newest = app.post(key, "/api/v1/holds", json!({"shop_id": shop, "date": "2030-01-09T09:00:00", "hours": 1})).await.ok()["hold_id"].as_i64().unwrap();
-    autoshop::holds::store::purge(&app.db, i64::MAX, 1000).await.unwrap();
+    // As the purge deletes them (it spares no company: this test's own holds go, not the others').
+    app.db.execute(&autoshop::db::Query::new("DELETE FROM holds WHERE company_id = $1").bind(app.company_id)).await.unwrap();
     app.get(key, &format!("/api/v1/holds/{newest}")).await.problem(404);
     let next = app.post(key, "/api/v1/holds", json!({"shop_id": shop, "date": "2030-01-09T09:00:00", "hours": 1})).await.ok()["hold_id"].as_i64().unwrap();
     assert!(next > newest, "hold {next} after the purged {newest}");

@@ -285,6 +285,20 @@ impl TestApp {
         self.request(Method::GET, Some(key), path, None).await
     }
 
+    /// Polls `path` until `check` holds on its body (or panics after 30 s: a busy CI machine).
+    /// For what is promised eventually: on PostgreSQL the event feed shows a commit only once
+    /// every transaction older than it has ended, other tests' included.
+    pub async fn eventually(&self, key: &str, path: &str, check: impl Fn(&Value) -> bool) -> Value {
+        for _ in 0..1500 {
+            let r = self.get(key, path).await;
+            if check(&r.body) {
+                return r.body;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        panic!("{path} never reached the expected state: {}", self.get(key, path).await.body);
+    }
+
     pub async fn post(&self, key: &str, path: &str, body: Value) -> Resp {
         self.request(Method::POST, Some(key), path, Some(body)).await
     }

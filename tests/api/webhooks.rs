@@ -35,16 +35,8 @@ async fn subscribe(app: &TestApp, receiver: &Receiver, events: Value, shop_ids: 
     r.body["id"].as_i64().unwrap()
 }
 
-/// Polls `path` until `check` holds on its body (or panics after 30 s: a busy CI machine).
 async fn eventually(app: &TestApp, path: &str, check: impl Fn(&Value) -> bool) -> Value {
-    for _ in 0..1500 {
-        let r = app.get(&app.admin_key, path).await;
-        if check(&r.body) {
-            return r.body;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    panic!("{path} never reached the expected state: {}", app.get(&app.admin_key, path).await.body);
+    app.eventually(&app.admin_key, path, check).await
 }
 
 async fn settings_roles_scope_and_validation(backend: Backend) {

@@ -316,7 +316,7 @@ pub fn backup(url: &str, to: &Path) -> anyhow::Result<u64> {
         conn.execute("VACUUM INTO ?1", [partial.to_string_lossy().as_ref()]).context("copying the database")?;
         drop(conn);
         // `VACUUM INTO` does not sync its output: the copy reaches the disk before it gets its name.
-        std::fs::File::open(&partial)?.sync_all().context("syncing the copy")?;
+        std::fs::OpenOptions::new().write(true).open(&partial)?.sync_all().context("syncing the copy")?;
         publish(&partial, to)
     })();
     if copied.is_err() {
@@ -332,7 +332,12 @@ pub fn backup(url: &str, to: &Path) -> anyhow::Result<u64> {
 fn publish(partial: &Path, to: &Path) -> anyhow::Result<()> {
     use anyhow::Context;
     match std::fs::hard_link(partial, to) {
-        Ok(()) => std::fs::remove_file(partial)?,
+        // The backup is in place under its name from here on: what follows cannot fail it.
+        Ok(()) => {
+            if let Err(e) = std::fs::remove_file(partial) {
+                eprintln!("warning: could not remove {}: {e}", partial.display());
+            }
+        }
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => anyhow::bail!("{} exists already; backups never overwrite", to.display()),
         // A file system without hard links: the rename, checked just before.
         Err(_) => {
@@ -340,8 +345,14 @@ fn publish(partial: &Path, to: &Path) -> anyhow::Result<()> {
             std::fs::rename(partial, to).with_context(|| format!("moving the copy to {}", to.display()))?;
         }
     }
-    let dir = to.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    std::fs::File::open(dir)?.sync_all().context("syncing the backup's directory")
+    #[cfg(unix)]
+    {
+        let dir = to.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        if let Err(e) = std::fs::File::open(dir).and_then(|d| d.sync_all()) {
+            eprintln!("warning: could not sync {}: {e}", dir.display());
+        }
+    }
+    Ok(())
 }
 
 fn aborted() -> DbError {
@@ -378,11 +389,15 @@ fn stream_rows<T: FromRow>(conn: &Connection, q: &Query, batch: usize, sender: &
     let mut stmt = conn.prepare(&q.sqlite_sql())?;
     bind(&mut stmt, q)?;
     let mut rows = stmt.raw_query();
-    let mut out = Vec::with_capacity(batch);
+    // The first batch is the first row alone: the receiver learns at once that the read runs.
+    let (mut size, mut out) = (1, Vec::with_capacity(1));
     while let Some(row) = rows.next()? {
         out.push(T::from_row(&mut RowReader::sqlite(row))?);
-        if out.len() == batch && sender.blocking_send(Ok(std::mem::replace(&mut out, Vec::with_capacity(batch)))).is_err() {
-            return Ok(());
+        if out.len() == size {
+            if sender.blocking_send(Ok(std::mem::replace(&mut out, Vec::with_capacity(batch)))).is_err() {
+                return Ok(());
+            }
+            size = batch;
         }
     }
     if !out.is_empty() {
