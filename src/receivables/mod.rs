@@ -145,7 +145,7 @@ async fn create_receivable(
     let due_date = r.date("due_date", input.due_date);
     let due_date = r.required("due_date", due_date).unwrap_or_default();
     if !date.is_empty() && !due_date.is_empty() && due_date < date {
-        r.errors.add("due_date", "The due_date must be a date after or equal to date.");
+        r.errors.add("due_date", "The due_date field must be a date after or equal to date.");
     }
     let actual_date = match r.date("actual_date", input.actual_date) {
         In::Set(d) => d,
@@ -154,7 +154,7 @@ async fn create_receivable(
     let amount = r.money("amount", input.amount);
     let amount = r.required("amount", amount).unwrap_or_default();
     if amount <= 0 && !r.errors.has("amount") {
-        r.errors.add("amount", "The amount must be greater than 0.");
+        r.errors.add("amount", "The amount field must be greater than 0.");
     }
     scope::body_shop(&state.db, &caller, shop_id, &mut r.errors).await?;
     r.errors.into_result()?;
@@ -191,7 +191,7 @@ async fn create_payment(
     let amount = r.money("amount", input.amount);
     let amount = r.required("amount", amount).unwrap_or_default();
     if amount <= 0 && !r.errors.has("amount") {
-        r.errors.add("amount", "The amount must be greater than 0.");
+        r.errors.add("amount", "The amount field must be greater than 0.");
     }
     let date = r.date("date", input.date);
     let date = r.required("date", date).unwrap_or_default();
@@ -206,7 +206,7 @@ async fn create_payment(
         }
         Payment::ExceedsBalance(balance) => Err(ApiError::invalid(
             "amount",
-            format!("The amount must not be greater than the balance ({:.2}).", balance as f64 / 100.0),
+            format!("The amount field must not be greater than the balance ({:.2}).", balance as f64 / 100.0),
         )),
         Payment::NotFound => Err(ApiError::not_found("Accounts receivable entry")),
     }
