@@ -122,7 +122,7 @@ pub fn distinct_vehicles<'a>(appointments: impl IntoIterator<Item = &'a Appointm
         let v = &a.vehicle;
         let key = match v.vehicle_id {
             Some(id) => (Some(id), String::new()),
-            None => (None, format!("{}\u{1f}{}\u{1f}{}", v.year, v.make.to_lowercase(), v.model.to_lowercase())),
+            None => (None, format!("{}\u{1f}{}\u{1f}{}", v.year, crate::db::fold_case(&v.make), crate::db::fold_case(&v.model))),
         };
         if !seen.contains(&key) {
             seen.push(key);

@@ -94,9 +94,9 @@ const WRITE_COLUMNS: &str = "shop_id, customer_id, vehicle_id, repair_order_id, 
 /// Binds the 29 values of [`WRITE_COLUMNS`], in order.
 fn bind_fields(mut q: Query, f: &AppointmentFields) -> Query {
     q = q.bind(f.shop_id).bind(f.customer_id).bind(f.vehicle_id).bind(f.repair_order_id).bind(f.employee_id);
-    q = q.bind(&f.first_name).bind(f.first_name.to_lowercase()).bind(&f.last_name).bind(f.last_name.to_lowercase());
-    q = q.bind(f.email.clone()).bind(&f.year).bind(&f.make).bind(f.make.to_lowercase()).bind(&f.model).bind(f.model.to_lowercase());
-    q = q.bind(f.reason.clone()).bind(f.reason.as_deref().unwrap_or("").to_lowercase());
+    q = q.bind(&f.first_name).bind(crate::db::fold_case(&f.first_name)).bind(&f.last_name).bind(crate::db::fold_case(&f.last_name));
+    q = q.bind(f.email.clone()).bind(&f.year).bind(&f.make).bind(crate::db::fold_case(&f.make)).bind(&f.model).bind(crate::db::fold_case(&f.model));
+    q = q.bind(f.reason.clone()).bind(crate::db::fold_case(f.reason.as_deref().unwrap_or("")));
     q = q.bind(&f.home_phone).bind(&f.work_phone).bind(&f.cell_phone).bind(f.bay_id).bind(f.hours).bind(f.done);
     q.bind(&f.source).bind(f.status.clone()).bind(f.start_at).bind(f.end_at).bind(&f.local_date).bind(&f.local_time)
 }

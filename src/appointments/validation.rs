@@ -262,8 +262,8 @@ fn bay(
             if shop.is_none() {
                 return (None, None);
             }
-            let wanted = title.trim().to_lowercase();
-            match bays.iter().find(|(_, title)| title.to_lowercase() == wanted) {
+            let wanted = crate::db::fold_case(title.trim());
+            match bays.iter().find(|(_, title)| crate::db::fold_case(title) == wanted) {
                 Some((id, title)) => (Some(*id), Some(title.clone())),
                 None => {
                     errors.add("column", "The column field must name a bay of the appointment's shop.");

@@ -50,7 +50,7 @@ pub struct BayFields {
 impl BayFields {
     /// Binds the next five parameters: shop, title, its sort key, order, active.
     fn bind(&self, q: Query) -> Query {
-        q.bind(self.shop_id).bind(&self.title).bind(self.title.to_lowercase()).bind(self.order).bind(self.active)
+        q.bind(self.shop_id).bind(&self.title).bind(crate::db::fold_case(&self.title)).bind(self.order).bind(self.active)
     }
 }
 

@@ -177,9 +177,9 @@ fn parse_filter(url: &RequestUrl, list: &ListQuery) -> Result<CustomerFilter, Ap
     errors.into_result()?;
     Ok(CustomerFilter {
         id,
-        first_name: list.given("first_name").map(str::to_lowercase),
-        last_name: list.given("last_name").map(str::to_lowercase),
-        address: list.given("address").map(str::to_lowercase),
+        first_name: list.given("first_name").map(crate::db::fold_case),
+        last_name: list.given("last_name").map(crate::db::fold_case),
+        address: list.given("address").map(crate::db::fold_case),
         phone_digits,
         customer_number: list.given("customer_number").map(str::to_owned),
         updated,

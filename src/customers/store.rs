@@ -262,10 +262,10 @@ fn bind_fields(q: Query, f: &CustomerFields) -> Query {
         .bind(&f.customer_type)
         .bind(&f.terms)
         .bind(&f.customer_number)
-        .bind(f.first_name.to_lowercase())
-        .bind(f.last_name.to_lowercase())
-        .bind(f.business_name.to_lowercase())
-        .bind(f.address.to_lowercase())
+        .bind(crate::db::fold_case(&f.first_name))
+        .bind(crate::db::fold_case(&f.last_name))
+        .bind(crate::db::fold_case(&f.business_name))
+        .bind(crate::db::fold_case(&f.address))
         .bind(phone_digits(f))
 }
 

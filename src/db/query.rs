@@ -142,6 +142,15 @@ impl Query {
     }
 }
 
+/// `text` as the lower-cased keys hold it, for case-insensitive filters, sorts and uniqueness:
+/// lower case, and the final sigma `ς` as `σ`. `str::to_lowercase` writes a capital `Σ` as `ς`
+/// at the end of a word and `σ` inside one, so a term (`ΚΑΣ`, "κας") would not be found inside the
+/// word it starts (`ΚΑΣΤΡΟ`, "καστρο"); with both sides folded it is.
+pub fn fold_case(text: &str) -> String {
+    let lower = text.to_lowercase();
+    if lower.contains('ς') { lower.replace('ς', "σ") } else { lower }
+}
+
 /// A `LIKE ... ESCAPE '\'` pattern matching `text` anywhere: `%`, `_` and `\` in the text are
 /// escaped, so they match themselves.
 pub fn like_contains(text: &str) -> String {

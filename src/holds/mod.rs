@@ -206,8 +206,8 @@ pub async fn active_bays(
     let mut all: Vec<BayRow> = bays::for_shops(db, company_id, &ShopFilter::Only(vec![shop_id])).await?;
     all.retain(|b| b.active);
     let Some(title) = column.map(str::trim).filter(|t| !t.is_empty()) else { return Ok((all, false)) };
-    let wanted = title.to_lowercase();
-    all.retain(|b| b.title.to_lowercase() == wanted);
+    let wanted = crate::db::fold_case(title);
+    all.retain(|b| crate::db::fold_case(&b.title) == wanted);
     if all.is_empty() {
         errors.add(field, format!("The {field} must be the title of an active bay of the shop."));
     }
@@ -280,8 +280,8 @@ pub async fn fill_from_hold(db: &Db, caller: &Caller, input: &mut AppointmentInp
     let tz = shop.tz();
     let start = crate::time::format_micros(hold.start_at);
     same(e, "date", &mut input.date, start, &|v: &String| parse_schedule(v, tz).map(|t| t.timestamp_micros()) == Some(hold.start_at));
-    let title = bay.title.to_lowercase();
-    same(e, "column", &mut input.column, bay.title.clone(), &|v: &String| v.trim().to_lowercase() == title);
+    let title = crate::db::fold_case(&bay.title);
+    same(e, "column", &mut input.column, bay.title.clone(), &|v: &String| crate::db::fold_case(v.trim()) == title);
     errors.into_result()?;
     Ok(HeldSlot { hold, tz, title: bay.title })
 }

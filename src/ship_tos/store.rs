@@ -60,7 +60,7 @@ pub async fn find(from: impl Into<Reader<'_>>, company_id: i64, customer_id: i64
 fn bind_fields(q: Query, f: &ShipToFields) -> Query {
     q.bind(&f.number)
         .bind(&f.name)
-        .bind(f.name.to_lowercase())
+        .bind(crate::db::fold_case(&f.name))
         .bind(&f.address)
         .bind(&f.city)
         .bind(&f.state)

@@ -49,7 +49,7 @@ fn insert_query(company_id: i64, shop_id: i64, name: &str, active: bool) -> Quer
 
 /// Binds the next four parameters: shop, name, its sort key, active.
 fn bind_fields(q: Query, shop_id: i64, name: &str, active: bool) -> Query {
-    q.bind(shop_id).bind(name).bind(name.to_lowercase()).bind(active)
+    q.bind(shop_id).bind(name).bind(crate::db::fold_case(&name)).bind(active)
 }
 
 pub async fn insert(tx: &mut Tx, company_id: i64, shop_id: i64, name: &str, active: bool) -> Result<SourceRow, DbError> {

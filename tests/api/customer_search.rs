@@ -11,7 +11,8 @@ use crate::{
 crate::backend_tests!(
     substring_search_follows_updates_and_takes_text_literally,
     unfiltered_customer_totals_follow_creates_moves_and_key_shops,
-    short_last_name_terms_count_every_match_and_no_other
+    short_last_name_terms_count_every_match_and_no_other,
+    a_greek_capital_sigma_is_found_inside_a_word
 );
 
 async fn substring_search_follows_updates_and_takes_text_literally(backend: Backend) {
@@ -128,4 +129,32 @@ async fn short_last_name_terms_count_every_match_and_no_other(backend: Backend) 
     names[0] = "Smith";
     names[4] = "Sánchez";
     check(names).await;
+}
+
+/// Rust lower-cases a capital sigma by its place: `ΚΑΣΤΡΟ` to "καστρο" but the term `ΚΑΣ` to "κας"
+/// (final form). Keys and terms fold `ς` to `σ`, so a term is found wherever it is in a word.
+async fn a_greek_capital_sigma_is_found_inside_a_word(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let key = &app.admin_key;
+    let shop = app.create_shop(key, "A", "UTC").await;
+    let kastro = create_customer(&app, key, shop, "Νίκος", "ΚΑΣΤΡΟ", json!({"address": "ΟΔΟΣ ΕΡΜΟΥ 5"})).await;
+    let papas = create_customer(&app, key, shop, "Ελένη", "Παπάς", json!({})).await;
+    let ids = |q: &'static str| {
+        let app = &app;
+        async move { app.get(key, &format!("/api/v1/customers?{q}")).await.ids("customer_id") }
+    };
+    assert_eq!(ids("filter[last_name]=ΚΑΣ").await, vec![kastro]);
+    assert_eq!(ids("filter[last_name]=ΑΣ").await, vec![kastro], "a two-letter term too");
+    assert_eq!(ids("filter[address]=ΟΔΟΣ").await, vec![kastro]);
+    assert_eq!(ids("filter[address]=οδος ερ").await, vec![kastro]);
+    assert_eq!(ids("filter[last_name]=ΠΑΠΆΣ").await, vec![papas]);
+    assert_eq!(ids("filter[last_name]=παπάσ").await, vec![papas]);
+    assert_eq!(ids("filter[first_name]=ΝΊΚΟΣ").await, vec![kastro]);
+    let mut body = crate::appointments::body(shop, "2030-01-07T09:00:00Z");
+    body["last_name"] = json!("ΚΑΣΤΡΟ");
+    let r = app.post(key, "/api/v1/appointments", body).await;
+    assert_eq!(r.status, 201, "{}", r.body);
+    let r = app.get(key, "/api/v1/appointments?filter[last_name]=ΚΑΣ").await;
+    assert_eq!(r.ids("appointment_id"), vec![r.body["data"][0]["appointment_id"].as_i64().unwrap()]);
+    assert_eq!(r.body["meta"]["total"], 1);
 }
