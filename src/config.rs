@@ -97,6 +97,10 @@ pub struct ServeArgs {
     /// Seconds a slot hold (`POST /api/v1/holds`) keeps its bay before it expires.
     #[arg(long, env = "AUTOSHOP_HOLD_TTL_SECS", default_value_t = 600, value_parser = clap::value_parser!(u32).range(1..=86_400))]
     pub hold_ttl_secs: u32,
+    /// CSV exports running at once, per process: each reads on a database connection of its own
+    /// (beyond the pool's), so this bounds them; one more answers 503 with `Retry-After`.
+    #[arg(long, env = "AUTOSHOP_MAX_EXPORTS", default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=256))]
+    pub max_exports: u32,
     /// Let webhooks point at loopback, private and link-local addresses (for receivers on the
     /// same host or network; never on a multi-tenant server).
     #[arg(long, env = "AUTOSHOP_WEBHOOK_ALLOW_PRIVATE")]
@@ -193,6 +197,7 @@ pub struct AppConfig {
     pub rate_limit_burst: f64,
     pub event_retention_days: u32,
     pub hold_ttl_secs: u32,
+    pub max_exports: u32,
     pub webhook_allow_private: bool,
     pub webhook_concurrency: u32,
     pub webhook_retry_schedule: RetrySchedule,
@@ -244,6 +249,7 @@ impl Default for AppConfig {
             rate_limit_burst: 200.0,
             event_retention_days: 30,
             hold_ttl_secs: 600,
+            max_exports: 4,
             webhook_allow_private: false,
             webhook_concurrency: 32,
             webhook_retry_schedule: RetrySchedule(crate::webhooks::dispatch::default_retry_schedule()),
@@ -263,6 +269,7 @@ impl From<&ServeArgs> for AppConfig {
             rate_limit_burst: args.rate_limit_burst,
             event_retention_days: args.event_retention_days,
             hold_ttl_secs: args.hold_ttl_secs,
+            max_exports: args.max_exports,
             webhook_allow_private: args.webhook_allow_private,
             webhook_concurrency: args.webhook_concurrency,
             webhook_retry_schedule: args.webhook_retry_schedule.clone(),

@@ -72,6 +72,9 @@ pub enum ApiError {
     RateLimited { retry_after_secs: u64 },
     #[error("The database is unavailable; retry shortly.")]
     Unavailable,
+    /// The server runs as many of this kind of request as it allows at once (exports).
+    #[error("{0}")]
+    Busy(String),
     /// The request ran past its deadline (`--request-timeout-secs`).
     #[error("The request took longer than the server allows; retry shortly.")]
     TimedOut,
@@ -106,7 +109,7 @@ impl ApiError {
             ApiError::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::Validation(_) => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
-            ApiError::Unavailable | ApiError::TimedOut => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::Unavailable | ApiError::TimedOut | ApiError::Busy(_) => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -176,6 +179,7 @@ impl IntoResponse for ApiError {
         let retry_after = match &self {
             ApiError::RateLimited { retry_after_secs } => Some(*retry_after_secs),
             ApiError::Unavailable | ApiError::TimedOut => Some(1),
+            ApiError::Busy(_) => Some(5),
             _ => None,
         };
         let problem = match self {

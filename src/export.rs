@@ -12,9 +12,10 @@ use utoipa::openapi::path::{Parameter, ParameterIn};
 
 use crate::{
     csv,
-    db::{Db, FromRow, Query},
+    db::{FromRow, Query},
     error::{ApiError, FieldErrors},
     extract::QueryParams,
+    state::AppState,
 };
 
 /// Rows per chunk of the body, and chunks read ahead of the client.
@@ -28,12 +29,18 @@ pub const CSV: &str = "text/csv; charset=utf-8; header=present";
 /// end of an empty result), so an outage before any row is a 503 like any request's. A database error after that
 /// ends the body without its last chunk, so the client sees a broken transfer, never a short file
 /// that looks complete.
-pub async fn csv_response<T, R>(db: &Db, q: Query, sample: R, name: &str) -> Result<Response, ApiError>
+///
+/// At most `--max-exports` run at once per server (each holds a database connection of its own
+/// until its last byte is sent): one more is a 503 with `Retry-After`.
+pub async fn csv_response<T, R>(state: &AppState, q: Query, sample: R, name: &str) -> Result<Response, ApiError>
 where
     T: FromRow,
     R: Serialize + From<T> + Send + 'static,
 {
-    let mut rows = db.stream::<T>(q, BATCH, DEPTH);
+    let running = state.exports.clone().try_acquire_owned().map_err(|_| {
+        ApiError::Busy(format!("This server runs {} exports at once already; retry shortly.", state.config.max_exports))
+    })?;
+    let mut rows = state.db.stream::<T>(q, BATCH, DEPTH);
     let mut first = String::new();
     csv::push_header(&mut first, &csv::header(&sample));
     match rows.recv().await {
@@ -41,9 +48,10 @@ where
         Some(Ok(batch)) => push_records::<T, R>(&mut first, batch)?,
         None => {}
     }
-    let chunks = futures_util::stream::unfold((Some(first), rows), |(first, mut rows)| async move {
+    // The permit travels with the body: it is returned when the body ends or is dropped.
+    let chunks = futures_util::stream::unfold((Some(first), rows, running), |(first, mut rows, running)| async move {
         if let Some(first) = first {
-            return Some((Ok(Bytes::from(first)), (None, rows)));
+            return Some((Ok(Bytes::from(first)), (None, rows, running)));
         }
         let chunk = match rows.recv().await? {
             Ok(batch) => {
@@ -53,10 +61,10 @@ where
             Err(e) => Err(ApiError::from(e)),
         };
         match chunk {
-            Ok(chunk) => Some((Ok(Bytes::from(chunk)), (None, rows))),
+            Ok(chunk) => Some((Ok(Bytes::from(chunk)), (None, rows, running))),
             Err(e) => {
                 tracing::error!(error = %e, "an export stopped");
-                Some((Err(std::io::Error::other(e.to_string())), (None, rows)))
+                Some((Err(std::io::Error::other(e.to_string())), (None, rows, running)))
             }
         }
     });

@@ -40,6 +40,8 @@ pub struct Shared {
     pub events: Arc<EventHub>,
     /// The `Idempotency-Key`s this server's running requests hold.
     pub claims: Arc<Claims>,
+    /// A permit per export allowed to run at once (`--max-exports`).
+    pub exports: Arc<tokio::sync::Semaphore>,
 }
 
 impl AppState {
@@ -59,8 +61,10 @@ impl AppState {
         crate::idempotency::spawn_purge(db.clone());
         crate::holds::spawn_purge(db.clone());
         crate::webhooks::dispatch::start(db.clone(), deliveries, crate::webhooks::dispatcher_wake());
+        let exports = Arc::new(tokio::sync::Semaphore::new(config.max_exports.max(1) as usize));
         AppState(Arc::new(Shared {
             db,
+            exports,
             config: Arc::new(config),
             metrics: metrics_handle(),
             keys,

@@ -85,7 +85,7 @@ async fn export_appointments(State(state): State<AppState>, caller: Caller, url:
     }
     let q = store::export_query(caller.company_id, &shops, &filters, &list.request);
     let sample = Appointment::from(store::AppointmentRow::default());
-    crate::export::csv_response::<store::AppointmentRow, Appointment>(&state.db, q, sample, "appointments").await
+    crate::export::csv_response::<store::AppointmentRow, Appointment>(&state, q, sample, "appointments").await
 }
 
 /// Adds `customer` to every appointment: the page's customers in one query; a customer outside

@@ -71,7 +71,7 @@ async fn export_customers(State(state): State<AppState>, caller: Caller, url: Re
     let filter = parse_filter(&url, &list)?;
     let shops = scope::shop_filter(&state.db, &caller, list.filter("shop_id")).await?;
     let q = store::export_query(&state.db, caller.company_id, &shops, &filter, &list.request);
-    crate::export::csv_response::<CustomerRow, Customer>(&state.db, q, Customer::from(CustomerRow::default()), "customers").await
+    crate::export::csv_response::<CustomerRow, Customer>(&state, q, Customer::from(CustomerRow::default()), "customers").await
 }
 
 pub const IMPORT_PATH: &str = "/api/v1/customers/import";

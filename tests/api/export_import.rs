@@ -18,6 +18,7 @@ crate::backend_tests!(
     imports_match_customers_by_number,
     matching_imports_and_updates_keep_each_others_fields,
     a_number_taken_during_an_import_is_an_error_on_its_row,
+    exports_beyond_the_cap_are_told_to_retry,
     imports_check_roles_shops_sizes_and_content_types,
     keyed_imports_write_once,
 );
@@ -470,6 +471,41 @@ async fn a_number_taken_during_an_import_is_an_error_on_its_row(backend: Backend
         }
     }
     eprintln!("imports won {import_won}, lost {import_lost}");
+}
+
+/// Each export reads on a database connection of its own until its last byte is sent, so a
+/// server runs at most `--max-exports` at once: one more is a 503 with `Retry-After`, and the
+/// permit comes back when a download ends, even one the client gave up.
+async fn exports_beyond_the_cap_are_told_to_retry(backend: Backend) {
+    let config = AppConfig { rate_limit: 0.0, max_exports: 1, ..test_config() };
+    let app = TestApp::spawn_with(backend, config).await;
+    let key = &app.admin_key;
+    let shop = app.create_shop(key, "A", "UTC").await;
+    // Far more than the socket buffers hold: an export nobody reads stays open.
+    let file: String = std::iter::once("shop_id,business_name,first_name,last_name,address,city,state,zip,comments\r\n".to_owned())
+        .chain((0..20_000).map(|n| format!("{shop},,Ann,Lee {n},{n} Main Street,Springfield,IL,62701,{}\r\n", "x".repeat(200))))
+        .collect();
+    assert_eq!(import(&app, key, "", &file).await.status, 201);
+    let url = format!("{}/api/v1/customers/export", app.base);
+    let stalled = app.client.get(&url).bearer_auth(key).send().await.unwrap();
+    assert_eq!(stalled.status(), 200);
+    let r = app.get(key, "/api/v1/appointments/export").await;
+    r.problem(503);
+    assert_eq!(r.header("retry-after"), Some("5"));
+    // Lists are not exports: they go on.
+    assert_eq!(app.get(key, "/api/v1/customers?pageSize=1").await.status, 200);
+    drop(stalled);
+    let mut answered = 0;
+    for _ in 0..250 {
+        let r = app.client.get(&url).bearer_auth(key).send().await.unwrap();
+        answered = r.status().as_u16();
+        if answered == 200 {
+            assert_eq!(r.text().await.unwrap().lines().count(), 20_001, "the whole file, header included");
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert_eq!(answered, 200, "the given-up download's permit came back");
 }
 
 async fn futures_join(handles: Vec<tokio::task::JoinHandle<u16>>) -> Vec<u16> {
