@@ -130,11 +130,19 @@ fn with_middleware(routes: Router, timeout: Duration, body_limit: usize) -> Rout
         .layer(middleware::from_fn_with_state(timeout, guard))
         // Pages of JSON shrink several times over for clients that send `Accept-Encoding: gzip`.
         .layer(CompressionLayer::new().gzip(true))
-        .layer(TraceLayer::new_for_http())
+        .layer(TraceLayer::new_for_http().make_span_with(request_span))
         // Keys never reach logs, even with header logging turned on.
         .layer(SetSensitiveRequestHeadersLayer::new([header::AUTHORIZATION]))
         .layer(PropagateRequestIdLayer::x_request_id())
         .layer(SetRequestIdLayer::x_request_id(crate::request_id::MakeProcessRequestId))
+}
+
+/// The span every log line of a request carries: its method, path (no query string: filters may
+/// hold names) and `x-request-id`, which the answer carries too, so a support request quoting
+/// the id finds its log lines. At INFO, so that the default filter keeps it.
+fn request_span(request: &axum::http::Request<axum::body::Body>) -> tracing::Span {
+    let id = request.headers().get("x-request-id").and_then(|v| v.to_str().ok()).unwrap_or("");
+    tracing::info_span!("request", method = %request.method(), path = request.uri().path(), id)
 }
 
 /// Around every route: the request's metrics, then one error format for every answer, a 500

@@ -1,3 +1,5 @@
+use std::time::Duration;
+
 use anyhow::Context;
 use autoshop::{
     api_keys,
@@ -115,9 +117,14 @@ async fn open(args: &DatabaseArgs) -> anyhow::Result<Db> {
     Ok(db)
 }
 
+/// How long `serve` waits for a PostgreSQL server that is not up yet (started together with it,
+/// or restarting) before it gives up.
+const WAIT_FOR_DATABASE: Duration = Duration::from_secs(60);
+
 async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     init_logging(&args.log, args.log_json);
-    let db = open(&args.database).await?;
+    check_settings(&args)?;
+    let db = open_waiting(&args.database).await?;
     let listener = tokio::net::TcpListener::bind(args.listen).await.with_context(|| format!("binding {}", args.listen))?;
     let addr = listener.local_addr()?;
     if let Some(path) = &args.port_file {
@@ -137,8 +144,49 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     server::serve(listener, db, AppConfig::from(&args)).await
 }
 
+/// Settings that parse but cannot work together.
+fn check_settings(args: &ServeArgs) -> anyhow::Result<()> {
+    let pool = args.database.max_connections();
+    anyhow::ensure!(
+        args.database.database_url.starts_with("sqlite:") || pool >= MIN_POSTGRES_POOL,
+        "--db-max-connections {pool} is too small for PostgreSQL: two connections stay open to listen (key revocations, \
+         events), so the pool needs at least {MIN_POSTGRES_POOL}"
+    );
+    anyhow::ensure!(args.rate_limit.is_finite() && args.rate_limit >= 0.0, "--rate-limit must be 0 (off) or a positive number of requests per second");
+    anyhow::ensure!(
+        args.rate_limit == 0.0 || (args.rate_limit_burst.is_finite() && args.rate_limit_burst >= 1.0),
+        "--rate-limit-burst must be at least 1 while rate limiting is on (below that no request could pass)"
+    );
+    Ok(())
+}
+
+/// The two listening connections, plus two for requests.
+const MIN_POSTGRES_POOL: u32 = 4;
+
+/// [`open`], retrying for [`WAIT_FOR_DATABASE`] while a PostgreSQL server cannot be reached yet:
+/// the migrations come first, so a replica cannot serve before the database answers once.
+async fn open_waiting(args: &DatabaseArgs) -> anyhow::Result<Db> {
+    let give_up = std::time::Instant::now() + WAIT_FOR_DATABASE;
+    loop {
+        match open(args).await {
+            Err(e) if !args.database_url.starts_with("sqlite:") && std::time::Instant::now() < give_up => {
+                tracing::warn!(error = format!("{e:#}"), "the database cannot be reached yet; retrying in 2 s");
+                tokio::time::sleep(Duration::from_secs(2)).await;
+            }
+            other => return other,
+        }
+    }
+}
+
 fn init_logging(filter: &str, json: bool) {
     let filter = EnvFilter::try_new(filter).unwrap_or_else(|_| EnvFilter::new("info"));
     let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
     if json { builder.json().init() } else { builder.init() }
+    // A panic is answered 500 (app::catch_panic); its message goes to the log like any error,
+    // inside the request's span (JSON lines stay JSON lines).
+    std::panic::set_hook(Box::new(|info| {
+        let location = info.location().map(|l| format!("{}:{}", l.file(), l.line())).unwrap_or_default();
+        let message = info.payload().downcast_ref::<&str>().map(|s| (*s).to_owned()).or_else(|| info.payload().downcast_ref::<String>().cloned());
+        tracing::error!(panic = message.as_deref().unwrap_or("(no message)"), %location, "panicked");
+    }));
 }

@@ -264,3 +264,109 @@ fn two_backups_to_one_name_never_overwrite_each_other() {
         let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
     }
 }
+
+/// Every log line written while serving a request carries its `x-request-id` (the one the
+/// client sent, echoed in the answer) with the method and path, at the default level's span.
+#[tokio::test]
+async fn log_lines_carry_the_request_id() {
+    let (url, path) = temp_db();
+    let port_file = path.with_extension("port");
+    let log_file = path.with_extension("log");
+    let mut server = Command::new(binary())
+        .args(["serve", "--database-url", &url, "--listen", "127.0.0.1:0", "--log", "info,tower_http=debug", "--port-file"])
+        .arg(&port_file)
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log_file).unwrap())
+        .spawn()
+        .unwrap();
+    let mut port = String::new();
+    for _ in 0..400 {
+        port = std::fs::read_to_string(&port_file).unwrap_or_default();
+        if !port.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let r = reqwest::Client::new()
+        .get(format!("http://127.0.0.1:{}/api/v1/bays?filter[title]=secret", port.trim()))
+        .header("x-request-id", "support-ticket-4711")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 401);
+    assert_eq!(r.headers()["x-request-id"], "support-ticket-4711");
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    Command::new("kill").args(["-TERM", &server.id().to_string()]).status().unwrap();
+    let _ = server.wait();
+    let log = std::fs::read_to_string(&log_file).unwrap();
+    let line = log.lines().find(|l| l.contains("support-ticket-4711")).unwrap_or_else(|| panic!("no line with the id: {log}"));
+    assert!(line.contains("GET") && line.contains("/api/v1/bays"), "{line}");
+    assert!(!log.contains("secret"), "the query string stays out of the log: {log}");
+    for file in [path.clone(), port_file, log_file] {
+        for suffix in ["", "-wal", "-shm"] {
+            let _ = std::fs::remove_file(format!("{}{suffix}", file.display()));
+        }
+    }
+}
+
+mod postgres {
+    use std::{process::Command, time::Duration};
+
+    use super::binary;
+
+    /// `autoshop serve` started before its PostgreSQL server (as `docker compose` may start
+    /// them) waits for it, then migrates and serves; it no longer exits after the pool's 5 s.
+    /// The database comes up here as a proxy to the test server, opened 7 s after the start.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    #[cfg_attr(not(autoshop_pg), ignore = "AUTOSHOP_TEST_POSTGRES_URL is not set")]
+    async fn serve_waits_for_a_database_that_comes_up_later() {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let real = std::env::var("AUTOSHOP_TEST_POSTGRES_URL").expect("AUTOSHOP_TEST_POSTGRES_URL");
+        let (scheme_user, rest) = real.split_once('@').expect("a URL with user@host");
+        let (real_host, db) = rest.split_once('/').expect("a URL with a database");
+        let spare = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let proxy_port = spare.local_addr().unwrap().port();
+        drop(spare);
+        let url = format!("{scheme_user}@127.0.0.1:{proxy_port}/{db}");
+        let port_file = std::env::temp_dir().join(format!("autoshop_cli_wait_{}.port", std::process::id()));
+        let _ = std::fs::remove_file(&port_file);
+        let mut server = Command::new(binary())
+            .args(["serve", "--database-url", &url, "--listen", "127.0.0.1:0", "--port-file"])
+            .arg(&port_file)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        tokio::time::sleep(Duration::from_secs(7)).await;
+        assert!(server.try_wait().unwrap().is_none(), "the server gave up while the database was down");
+        assert!(!port_file.exists(), "the server listens only once migrated");
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", proxy_port)).await.unwrap();
+        let real_host = real_host.to_owned();
+        tokio::spawn(async move {
+            while let Ok((mut inbound, _)) = listener.accept().await {
+                let real_host = real_host.clone();
+                tokio::spawn(async move {
+                    if let Ok(mut outbound) = tokio::net::TcpStream::connect(real_host.as_str()).await {
+                        let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
+                    }
+                });
+            }
+        });
+        let mut ready = false;
+        for _ in 0..200 {
+            if let Ok(port) = std::fs::read_to_string(&port_file) {
+                let r = reqwest::get(format!("http://127.0.0.1:{}/readyz", port.trim())).await;
+                if r.is_ok_and(|r| r.status() == 200) {
+                    ready = true;
+                    break;
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        Command::new("kill").args(["-TERM", &server.id().to_string()]).status().unwrap();
+        let _ = server.wait();
+        let _ = std::fs::remove_file(&port_file);
+        assert!(ready, "the server became ready once the database came up");
+    }
+}
