@@ -40,7 +40,9 @@ where
     let running = state.exports.clone().try_acquire_owned().map_err(|_| {
         ApiError::Busy(format!("This server runs {} exports at once already; retry shortly.", state.config.max_exports))
     })?;
-    let mut rows = state.db.stream::<T>(q, BATCH, DEPTH);
+    // The permit goes with the read, which ends (and closes its connection) at its first send
+    // after the body is dropped: a download given up, or an answer cut at its deadline.
+    let mut rows = state.db.stream::<T, _>(q, BATCH, DEPTH, running);
     let mut first = String::new();
     csv::push_header(&mut first, &csv::header(&sample));
     match rows.recv().await {
@@ -48,10 +50,9 @@ where
         Some(Ok(batch)) => push_records::<T, R>(&mut first, batch)?,
         None => {}
     }
-    // The permit travels with the body: it is returned when the body ends or is dropped.
-    let chunks = futures_util::stream::unfold((Some(first), rows, running), |(first, mut rows, running)| async move {
+    let chunks = futures_util::stream::unfold((Some(first), rows), |(first, mut rows)| async move {
         if let Some(first) = first {
-            return Some((Ok(Bytes::from(first)), (None, rows, running)));
+            return Some((Ok(Bytes::from(first)), (None, rows)));
         }
         let chunk = match rows.recv().await? {
             Ok(batch) => {
@@ -61,10 +62,10 @@ where
             Err(e) => Err(ApiError::from(e)),
         };
         match chunk {
-            Ok(chunk) => Some((Ok(Bytes::from(chunk)), (None, rows, running))),
+            Ok(chunk) => Some((Ok(Bytes::from(chunk)), (None, rows))),
             Err(e) => {
                 tracing::error!(error = %e, "an export stopped");
-                Some((Err(std::io::Error::other(e.to_string())), (None, rows, running)))
+                Some((Err(std::io::Error::other(e.to_string())), (None, rows)))
             }
         }
     });

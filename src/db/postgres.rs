@@ -260,7 +260,7 @@ fn rejected_statement(e: &(dyn sqlx::error::DatabaseError + 'static)) -> bool {
 /// Reads `q` on a connection of its own (outside the pool), sending its rows in batches (see
 /// [`super::Db::stream`]). The rows come off the socket as the receiver takes them, so memory
 /// stays bounded whatever the result's size.
-pub fn stream<T: FromRow>(pg: &Pg, q: Query, batch: usize, sender: tokio::sync::mpsc::Sender<Result<Vec<T>, DbError>>) {
+pub fn stream<T: FromRow, G: Send + 'static>(pg: &Pg, q: Query, batch: usize, sender: tokio::sync::mpsc::Sender<Result<Vec<T>, DbError>>, guard: G) {
     use futures_util::TryStreamExt;
     use sqlx::Connection;
     // The export's connection is not the pool's, but a closed pool (shutdown) closes exports too.
@@ -270,6 +270,7 @@ pub fn stream<T: FromRow>(pg: &Pg, q: Query, batch: usize, sender: tokio::sync::
     }
     let options = pg.pool.connect_options();
     tokio::spawn(async move {
+        let _guard = guard;
         let work = async {
             let mut conn = sqlx::PgConnection::connect_with(&options).await?;
             let mut rows = bound(&q).fetch(&mut conn);

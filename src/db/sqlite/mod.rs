@@ -138,13 +138,14 @@ impl SqliteDb {
 
     /// Reads `q` on a new read-only connection, on a blocking thread, sending its rows in
     /// batches (see [`super::Db::stream`]). One statement, so one snapshot.
-    pub fn stream<T: FromRow>(&self, q: Query, batch: usize, sender: mpsc::Sender<Result<Vec<T>, DbError>>) {
+    pub fn stream<T: FromRow, G: Send + 'static>(&self, q: Query, batch: usize, sender: mpsc::Sender<Result<Vec<T>, DbError>>, guard: G) {
         let path = self.path.clone();
         if let Err(e) = self.check_open() {
             let _ = sender.try_send(Err(e));
             return;
         }
         tokio::task::spawn_blocking(move || {
+            let _guard = guard;
             let result = open_reader(&path).map_err(DbError::from).and_then(|conn| stream_rows(&conn, &q, batch, &sender));
             if let Err(e) = result {
                 let _ = sender.blocking_send(Err(e));

@@ -207,7 +207,7 @@ async fn a_wal_grown_behind_a_long_read_is_cut_back() {
         write_page_sized_rows(&db, chunk).await;
     }
     // A stream read one row at a time and not drained holds its snapshot, and so the WAL.
-    let mut held = db.stream::<(i64,)>(Query::new("SELECT id FROM t"), 1, 1);
+    let mut held = db.stream::<(i64,), _>(Query::new("SELECT id FROM t"), 1, 1, ());
     held.recv().await.unwrap().unwrap();
     for chunk in 2..14 {
         write_rows(&db, chunk, 64_000).await;
