@@ -169,7 +169,7 @@ async fn open_waiting(args: &DatabaseArgs) -> anyhow::Result<Db> {
     let give_up = std::time::Instant::now() + WAIT_FOR_DATABASE;
     loop {
         match open(args).await {
-            Err(e) if !args.database_url.starts_with("sqlite:") && std::time::Instant::now() < give_up => {
+            Err(e) if unreachable(&e) && std::time::Instant::now() < give_up => {
                 tracing::warn!(error = format!("{e:#}"), "the database cannot be reached yet; retrying in 2 s");
                 tokio::time::sleep(Duration::from_secs(2)).await;
             }
@@ -178,15 +178,32 @@ async fn open_waiting(args: &DatabaseArgs) -> anyhow::Result<Db> {
     }
 }
 
+/// Whether opening failed because no PostgreSQL server answered (not yet, or not now); a wrong
+/// password, URL or migration fails at once instead.
+fn unreachable(e: &anyhow::Error) -> bool {
+    e.chain().any(|cause| match cause.downcast_ref::<sqlx::Error>() {
+        Some(sqlx::Error::Io(_) | sqlx::Error::PoolTimedOut | sqlx::Error::Tls(_)) => true,
+        // The server is starting up or shutting down (57P03, 57P01), or a connection failure (08...).
+        Some(sqlx::Error::Database(d)) => d.code().is_some_and(|c| c.starts_with("57P") || c.starts_with("08")),
+        _ => false,
+    })
+}
+
 fn init_logging(filter: &str, json: bool) {
     let filter = EnvFilter::try_new(filter).unwrap_or_else(|_| EnvFilter::new("info"));
     let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
     if json { builder.json().init() } else { builder.init() }
     // A panic is answered 500 (app::catch_panic); its message goes to the log like any error,
-    // inside the request's span (JSON lines stay JSON lines).
-    std::panic::set_hook(Box::new(|info| {
+    // inside the request's span (JSON lines stay JSON lines), with a backtrace when
+    // `RUST_BACKTRACE` asks for one. Where the filter drops errors, the default hook prints it.
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if !tracing::enabled!(tracing::Level::ERROR) {
+            return previous(info);
+        }
         let location = info.location().map(|l| format!("{}:{}", l.file(), l.line())).unwrap_or_default();
         let message = info.payload().downcast_ref::<&str>().map(|s| (*s).to_owned()).or_else(|| info.payload().downcast_ref::<String>().cloned());
-        tracing::error!(panic = message.as_deref().unwrap_or("(no message)"), %location, "panicked");
+        let backtrace = std::backtrace::Backtrace::capture();
+        tracing::error!(panic = message.as_deref().unwrap_or("(no message)"), %location, %backtrace, "panicked");
     }));
 }

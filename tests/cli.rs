@@ -323,8 +323,13 @@ mod postgres {
     async fn serve_waits_for_a_database_that_comes_up_later() {
         let _ = rustls::crypto::ring::default_provider().install_default();
         let real = std::env::var("AUTOSHOP_TEST_POSTGRES_URL").expect("AUTOSHOP_TEST_POSTGRES_URL");
+        // A database of its own, migrated from scratch by the server under test.
+        let admin = autoshop::db::Db::connect(&autoshop::db::DbConfig { url: real.clone(), max_connections: 1 }).await.unwrap();
+        let name = format!("autoshop_cli_wait_{}_{}", std::process::id(), super::SystemTime::now().duration_since(super::UNIX_EPOCH).unwrap().as_nanos());
+        admin.execute(&autoshop::db::Query::new(format!("CREATE DATABASE \"{name}\""))).await.unwrap();
         let (scheme_user, rest) = real.split_once('@').expect("a URL with user@host");
-        let (real_host, db) = rest.split_once('/').expect("a URL with a database");
+        let (real_host, _) = rest.split_once('/').expect("a URL with a database");
+        let db = name.as_str();
         let spare = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let proxy_port = spare.local_addr().unwrap().port();
         drop(spare);
@@ -367,6 +372,8 @@ mod postgres {
         Command::new("kill").args(["-TERM", &server.id().to_string()]).status().unwrap();
         let _ = server.wait();
         let _ = std::fs::remove_file(&port_file);
+        let _ = admin.execute(&autoshop::db::Query::new(format!("DROP DATABASE IF EXISTS \"{name}\" WITH (FORCE)"))).await;
+        admin.close().await;
         assert!(ready, "the server became ready once the database came up");
     }
 }
