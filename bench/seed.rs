@@ -457,7 +457,7 @@ async fn insert_ship_tos(tx: &mut autoshop::db::Tx, company_id: i64, rows: &mut 
     .bind(now);
     for (i, (customer_id, number, name, address, city, state, zip, work_phone)) in rows.iter().enumerate() {
         q.push(if i == 0 { "($1, " } else { ", ($1, " }).push_bind(*customer_id).push(", $2, $2, ");
-        q.push_bind(number.to_string()).push(", ").push_bind(name.as_str()).push(", ").push_bind(name.to_lowercase());
+        q.push_bind(number.to_string()).push(", ").push_bind(name.as_str()).push(", ").push_bind(autoshop::db::fold_case(&name));
         for v in [address, city, state, zip] {
             q.push(", ").push_bind(v.as_str());
         }

@@ -228,7 +228,9 @@ fn row_body(header: &[String], cells: &[String], shop_id: Option<i64>) -> Map<St
                 _ => Value::String(raw.clone()),
             }
         } else if name == "shop_id" {
-            raw.trim().parse::<i64>().map(Value::from).unwrap_or_else(|_| Value::String(raw.clone()))
+            // A whole number written with a fraction (`2.0`) is that integer, as in a JSON body.
+            let whole = raw.trim().parse::<f64>().ok().filter(|n| n.fract() == 0.0 && n.abs() < 9.0e15).map(|n| n as i64);
+            raw.trim().parse::<i64>().ok().or(whole).map(Value::from).unwrap_or_else(|| Value::String(raw.clone()))
         } else if name == "credit_limit" {
             raw.trim().parse::<f64>().ok().and_then(serde_json::Number::from_f64).map(Value::Number).unwrap_or_else(|| Value::String(raw.clone()))
         } else {
@@ -428,6 +430,10 @@ mod tests {
         let h = header(&["shop_id", "active", "credit_limit"]);
         let body = Value::Object(row_body(&h, &header(&["x", "yes", "lots"]), Some(4)));
         assert_eq!(body, serde_json::json!({"shop_id": 4, "active": "yes", "credit_limit": "lots"}));
+        let body = Value::Object(row_body(&header(&["shop_id"]), &header(&["2.0"]), None));
+        assert_eq!(body, serde_json::json!({"shop_id": 2}), "a whole number with a fraction, as in JSON");
+        let body = Value::Object(row_body(&header(&["shop_id"]), &header(&["2.5"]), None));
+        assert_eq!(body, serde_json::json!({"shop_id": "2.5"}));
     }
 
     #[test]

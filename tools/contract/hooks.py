@@ -50,7 +50,7 @@ DATA_RULES = [
     # Comparisons between two fields of the body.
     (r"hours\.\d+\.close", r"^The closing time must be after the opening time\.$"),
     (r"hours\.\d+", r"^This interval overlaps another interval of the same day\.$"),
-    (r"due_date", r"^The due_date must be a date after or equal to date\.$"),
+    (r"due_date", r"^The due_date field must be a date after or equal to date\.$"),
     (r"end_date", r"^The end_date must not be before the start_date\.$"),
     (r"end_date", r"^The range may span at most \d+ dates\.$"),
     (r"terms", r"^The terms and customer_pay_type fields are the same value and must match\.$"),
