@@ -182,7 +182,7 @@ async fn open_waiting(args: &DatabaseArgs) -> anyhow::Result<Db> {
 /// password, URL or migration fails at once instead.
 fn unreachable(e: &anyhow::Error) -> bool {
     e.chain().any(|cause| match cause.downcast_ref::<sqlx::Error>() {
-        Some(sqlx::Error::Io(_) | sqlx::Error::PoolTimedOut | sqlx::Error::Tls(_)) => true,
+        Some(sqlx::Error::Io(_) | sqlx::Error::PoolTimedOut) => true,
         // The server is starting up or shutting down (57P03, 57P01), or a connection failure (08...).
         Some(sqlx::Error::Database(d)) => d.code().is_some_and(|c| c.starts_with("57P") || c.starts_with("08")),
         _ => false,
@@ -204,6 +204,11 @@ fn init_logging(filter: &str, json: bool) {
         let location = info.location().map(|l| format!("{}:{}", l.file(), l.line())).unwrap_or_default();
         let message = info.payload().downcast_ref::<&str>().map(|s| (*s).to_owned()).or_else(|| info.payload().downcast_ref::<String>().cloned());
         let backtrace = std::backtrace::Backtrace::capture();
-        tracing::error!(panic = message.as_deref().unwrap_or("(no message)"), %location, %backtrace, "panicked");
+        let message = message.as_deref().unwrap_or("(no message)");
+        if backtrace.status() == std::backtrace::BacktraceStatus::Captured {
+            tracing::error!(panic = message, %location, %backtrace, "panicked");
+        } else {
+            tracing::error!(panic = message, %location, "panicked");
+        }
     }));
 }

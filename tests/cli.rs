@@ -325,7 +325,10 @@ mod postgres {
         let real = std::env::var("AUTOSHOP_TEST_POSTGRES_URL").expect("AUTOSHOP_TEST_POSTGRES_URL");
         // A database of its own, migrated from scratch by the server under test.
         let admin = autoshop::db::Db::connect(&autoshop::db::DbConfig { url: real.clone(), max_connections: 1 }).await.unwrap();
-        let name = format!("autoshop_cli_wait_{}_{}", std::process::id(), super::SystemTime::now().duration_since(super::UNIX_EPOCH).unwrap().as_nanos());
+        // Named as the API tests' databases, so a run that panics before its DROP leaves one that
+        // their sweep removes a day later.
+        let secs = super::SystemTime::now().duration_since(super::UNIX_EPOCH).unwrap().as_secs();
+        let name = format!("autoshop_test_{secs}_cliwait{}", std::process::id());
         admin.execute(&autoshop::db::Query::new(format!("CREATE DATABASE \"{name}\""))).await.unwrap();
         let (scheme_user, rest) = real.split_once('@').expect("a URL with user@host");
         let (real_host, _) = rest.split_once('/').expect("a URL with a database");

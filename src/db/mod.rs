@@ -183,8 +183,9 @@ impl Db {
     /// Every row of `q`, in batches of up to `batch` rows (the first holds the first row alone, so
     /// that the receiver hears of a running read at once) through a channel of `depth` batches,
     /// read from a connection of its own (not the pool's: a slow consumer must not hold back
-    /// other requests) in one snapshot. The reading stops when the receiver is dropped, at its
-    /// next send; `guard` is held until then, with the connection (an export's permit).
+    /// other requests) in one snapshot. The reading stops when the receiver is dropped (a read
+    /// still waiting for rows is interrupted); `guard` is held until then, with the connection
+    /// (an export's permit). A read that fails or panics sends an error.
     pub fn stream<T: FromRow, G: Send + 'static>(&self, q: Query, batch: usize, depth: usize, guard: G) -> tokio::sync::mpsc::Receiver<Result<Vec<T>, DbError>> {
         let (sender, receiver) = tokio::sync::mpsc::channel(depth.max(1));
         let batch = batch.max(1);

@@ -270,6 +270,7 @@ pub fn stream<T: FromRow, G: Send + 'static>(pg: &Pg, q: Query, batch: usize, se
     }
     let options = pg.pool.connect_options();
     tokio::spawn(async move {
+        use futures_util::FutureExt;
         let _guard = guard;
         let work = async {
             let mut conn = sqlx::PgConnection::connect_with(&options).await?;
@@ -292,7 +293,16 @@ pub fn stream<T: FromRow, G: Send + 'static>(pg: &Pg, q: Query, batch: usize, se
             let _ = conn.close().await;
             Ok::<(), DbError>(())
         };
-        if let Err(e) = work.await {
+        // A receiver gone (a download given up) ends a read still waiting for rows; a panic is an
+        // error, so the body breaks instead of ending as if complete. The connection is dropped
+        // with `work`, before the guard.
+        let result = tokio::select! {
+            result = std::panic::AssertUnwindSafe(work).catch_unwind() => {
+                result.unwrap_or_else(|_| Err(DbError::Other("an export's read panicked".into())))
+            }
+            () = sender.closed() => Ok(()),
+        };
+        if let Err(e) = result {
             let _ = sender.send(Err(e)).await;
         }
     });

@@ -146,7 +146,16 @@ impl SqliteDb {
         }
         tokio::task::spawn_blocking(move || {
             let _guard = guard;
-            let result = open_reader(&path).map_err(DbError::from).and_then(|conn| stream_rows(&conn, &q, batch, &sender));
+            let read = || {
+                let conn = open_reader(&path)?;
+                // A receiver gone (a download given up) interrupts a read still looking for rows.
+                let watched = sender.clone();
+                conn.progress_handler(1000, Some(move || watched.is_closed()))?;
+                stream_rows(&conn, &q, batch, &sender)
+            };
+            // A panic is an error too: the body must break, not end as if complete.
+            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(read))
+                .unwrap_or_else(|_| Err(DbError::Other("an export's read panicked".into())));
             if let Err(e) = result {
                 let _ = sender.blocking_send(Err(e));
             }
