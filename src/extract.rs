@@ -101,7 +101,7 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
 
 /// A whole number written with a fraction (`2.0`) is the integer 2, as JSON Schema reads it, so
 /// an integer field takes it. Only values a float holds exactly (up to 2^53) are rewritten.
-fn whole_numbers_as_integers(value: &mut serde_json::Value) {
+pub(crate) fn whole_numbers_as_integers(value: &mut serde_json::Value) {
     use serde_json::Value;
     match value {
         Value::Number(n) if !n.is_i64() && !n.is_u64() => {
