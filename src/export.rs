@@ -31,7 +31,7 @@ pub const CSV: &str = "text/csv; charset=utf-8; header=present";
 /// that looks complete.
 ///
 /// At most `--max-exports` run at once per server (each holds a database connection of its own
-/// until its last byte is sent): one more is a 503 with `Retry-After`.
+/// while its read runs): one more is a 503 with `Retry-After`.
 pub async fn csv_response<T, R>(state: &AppState, q: Query, sample: R, name: &str) -> Result<Response, ApiError>
 where
     T: FromRow,
@@ -40,8 +40,8 @@ where
     let running = state.exports.clone().try_acquire_owned().map_err(|_| {
         ApiError::Busy(format!("This server runs {} exports at once already; retry shortly.", state.config.max_exports))
     })?;
-    // The permit goes with the read, which ends (and closes its connection) at its first send
-    // after the body is dropped: a download given up, or an answer cut at its deadline.
+    // The permit goes with the read, which ends (and closes its connection) once the body is
+    // dropped (a download given up, an answer cut at its deadline) or its last row is read.
     let mut rows = state.db.stream::<T, _>(q, BATCH, DEPTH, running);
     let mut first = String::new();
     csv::push_header(&mut first, &csv::header(&sample));
