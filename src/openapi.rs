@@ -101,6 +101,24 @@ fn accept_idempotency_key(op: &mut Operation) {
     });
 }
 
+/// Query parameters whose rule is a computed pattern, given their schema here: utoipa's `pattern`
+/// takes only a literal, and its `schema_with` drops a parameter's description and `required`.
+const PARAM_SCHEMAS: [(&str, &str, fn() -> utoipa::openapi::schema::Object); 2] = [
+    ("/api/v1/availability", "start_date", crate::schemas::booking_date),
+    ("/api/v1/availability", "end_date", crate::schemas::booking_date),
+];
+
+fn set_param_schemas(path: &str, op: &mut Operation) {
+    for (_, name, schema) in PARAM_SCHEMAS.iter().filter(|(p, _, _)| *p == path) {
+        let param = op.parameters.iter_mut().flatten().find_map(|param| match param {
+            RefOr::T(param) if param.name == *name => Some(param),
+            _ => None,
+        });
+        let param = param.unwrap_or_else(|| panic!("{path} has no parameter {name}"));
+        param.schema = Some(RefOr::T(utoipa::openapi::schema::Schema::Object(schema())));
+    }
+}
+
 fn finish_operation(op: &mut Operation) {
     allow_empty_query_values(op);
     op.security = Some(vec![SecurityRequirement::new("bearer", Vec::<String>::new())]);
@@ -128,6 +146,7 @@ pub fn finish(mut doc: OpenApi) -> OpenApi {
         }
         describe_conditions(path, item);
         for op in [&mut item.get, &mut item.put, &mut item.post, &mut item.delete, &mut item.patch].into_iter().flatten() {
+            set_param_schemas(path, op);
             finish_operation(op);
         }
     }

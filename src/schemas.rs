@@ -99,15 +99,33 @@ pub fn text_or_number() -> Object {
         .build()
 }
 
-/// An appointment `date` as the server reads it (`appointments::timing::parse_schedule`): a real
-/// calendar date in the years 1900 to 2200 as written, then either a local time (`T` or a
-/// space, `HH:MM`, optional seconds and fraction) or an RFC 3339 time with its offset.
-pub fn appointment_date() -> Object {
+/// A real calendar date `YYYY-MM-DD` in the years 1900 to 2200 (`appointments::timing::YEARS`), as a regular
+/// expression without anchors.
+fn calendar_date() -> String {
     // Leap years from 1900 to 2200: every fourth, but not 1900, 2100 or 2200.
     let leap_year = "(19(0[48]|[2468][048]|[13579][26])|20([02468][048]|[13579][26])|21(0[48]|[2468][048]|[13579][26]))";
     let year = "(19[0-9]{2}|2[01][0-9]{2}|2200)";
     let month_day = "((0[13578]|1[02])-(0[1-9]|[12][0-9]|3[01])|(0[469]|11)-(0[1-9]|[12][0-9]|30)|02-(0[1-9]|1[0-9]|2[0-8]))";
-    let date = format!("({year}-{month_day}|{leap_year}-02-29)");
+    format!("({year}-{month_day}|{leap_year}-02-29)")
+}
+
+/// A shop-local date of availability (`availability::dates`): `YYYY-MM-DD` in the years 1900 to
+/// 2200, the years an appointment takes, blanks around it ignored.
+pub fn booking_date() -> Object {
+    let blanks = concat!("[", white_space!(), "]*");
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .format(Some(SchemaFormat::KnownFormat(KnownFormat::Date)))
+        .pattern(Some(format!("^{blanks}{}{blanks}$", calendar_date())))
+        .examples(["2030-01-07"])
+        .build()
+}
+
+/// An appointment `date` as the server reads it (`appointments::timing::parse_schedule`): a real
+/// calendar date in the years 1900 to 2200 as written, then either a local time (`T` or a
+/// space, `HH:MM`, optional seconds and fraction) or an RFC 3339 time with its offset.
+pub fn appointment_date() -> Object {
+    let date = calendar_date();
     let (hh_mm, ss, fraction) = ("([01][0-9]|2[0-3]):[0-5][0-9]", ":[0-5][0-9]", r"(\.[0-9]{1,9})?");
     let offset = "([Zz]|[+-]([01][0-9]|2[0-3]):[0-5][0-9])";
     let pattern = format!("^{date}([T ]{hh_mm}({ss}{fraction})?|[Tt ]{hh_mm}{ss}{fraction}{offset})$");
@@ -212,6 +230,27 @@ mod tests {
         ] {
             assert_eq!(re.is_match(raw), ok, "pattern on {raw}");
             assert_eq!(parse_schedule(raw, chrono_tz::America::Chicago).is_some(), ok, "server on {raw}");
+        }
+    }
+
+    #[test]
+    fn booking_dates_agree_on_edges() {
+        let re = compile(super::booking_date().pattern.as_deref().unwrap());
+        for (raw, ok) in [
+            ("2030-01-07", true),
+            (" 2030-01-07\u{3000}", true),
+            ("1900-01-01", true),
+            ("2200-12-31", true),
+            ("2000-02-29", true),
+            ("1899-12-31", false),
+            ("2201-01-01", false),
+            ("9999-12-31", false),
+            ("2100-02-29", false),
+            ("2030-1-7", false),
+            ("2030-01-07T00:00", false),
+        ] {
+            assert_eq!(re.is_match(raw), ok, "pattern on {raw:?}");
+            assert_eq!(crate::availability::booking_date(raw).is_some(), ok, "server on {raw:?}");
         }
     }
 

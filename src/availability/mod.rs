@@ -5,7 +5,7 @@ pub mod slots;
 mod store;
 
 use axum::{Json, extract::State};
-use chrono::{Days, NaiveDate};
+use chrono::{Datelike, Days, NaiveDate};
 use serde::Serialize;
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::{router::OpenApiRouter, routes};
@@ -64,11 +64,11 @@ pub struct AvailabilityParams {
     /// The shop (required).
     #[param(rename = "filter[shop_id]", required = true)]
     filter_shop_id: i64,
-    /// First shop-local date, `YYYY-MM-DD` (required).
+    /// First shop-local date, `YYYY-MM-DD`, in the years 1900 to 2200 (required).
     #[param(required = true, value_type = chrono::NaiveDate)]
     start_date: String,
-    /// Last shop-local date, `YYYY-MM-DD`: not before `start_date`, at most 31 dates in all.
-    /// Default `start_date`.
+    /// Last shop-local date, `YYYY-MM-DD`, in the years 1900 to 2200: not before `start_date`, at
+    /// most 31 dates in all. Default `start_date`.
     #[param(value_type = Option<chrono::NaiveDate>)]
     end_date: Option<String>,
     /// The job's length in hours: more than 0, at most 24 (required).
@@ -162,6 +162,12 @@ fn local_hh_mm(tz: chrono_tz::Tz, micros: i64) -> String {
     chrono::DateTime::from_timestamp_micros(micros).unwrap_or_default().with_timezone(&tz).format("%H:%M").to_string()
 }
 
+/// A shop-local date in the years an appointment takes: a later one offers slots nothing can
+/// book, and past 9999 prints no RFC 3339 time.
+pub(crate) fn booking_date(raw: &str) -> Option<NaiveDate> {
+    parse_ymd(raw).filter(|date| crate::appointments::timing::YEARS.contains(&date.year()))
+}
+
 /// `start_date` (required) and `end_date` (default `start_date`, not before it, at most
 /// [`MAX_DATES`] dates in all).
 fn dates(params: &QueryParams, errors: &mut FieldErrors) -> (Option<NaiveDate>, Option<NaiveDate>) {
@@ -170,15 +176,15 @@ fn dates(params: &QueryParams, errors: &mut FieldErrors) -> (Option<NaiveDate>, 
             errors.add("start_date", "The start_date parameter is required.");
             None
         }
-        Some(raw) => parse_ymd(raw).or_else(|| {
-            errors.add("start_date", "The start_date parameter must be a date as YYYY-MM-DD.");
+        Some(raw) => booking_date(raw).or_else(|| {
+            errors.add("start_date", "The start_date parameter must be a date as YYYY-MM-DD in the years 1900 to 2200.");
             None
         }),
     };
     let last = match params.get("end_date") {
         None => first,
-        Some(raw) => parse_ymd(raw).or_else(|| {
-            errors.add("end_date", "The end_date parameter must be a date as YYYY-MM-DD.");
+        Some(raw) => booking_date(raw).or_else(|| {
+            errors.add("end_date", "The end_date parameter must be a date as YYYY-MM-DD in the years 1900 to 2200.");
             None
         }),
     };

@@ -242,6 +242,10 @@ async fn availability_and_holds_validate_and_scope(backend: Backend) {
         ("/api/v1/availability?start_date=2030-01-07&hours=1".to_owned(), "filter[shop_id]"),
         (format!("{base}&hours=1"), "start_date"),
         (format!("{base}&start_date=2030-1-7&hours=1"), "start_date"),
+        // The years an appointment takes: later slots could never be booked.
+        (format!("{base}&start_date=2201-01-01&hours=1"), "start_date"),
+        (format!("{base}&start_date=9999-12-31&hours=1"), "start_date"),
+        (format!("{base}&start_date=2200-12-31&end_date=2201-01-01&hours=1"), "end_date"),
         (format!("{base}&start_date=2030-01-07"), "hours"),
         (format!("{base}&start_date=2030-01-07&hours=0"), "hours"),
         (format!("{base}&start_date=2030-01-07&hours=24.5"), "hours"),
@@ -255,6 +259,8 @@ async fn availability_and_holds_validate_and_scope(backend: Backend) {
         app.get(key, &query).await.invalid(field);
     }
     app.get(key, &format!("{base}&start_date=2030-01-01&end_date=2030-01-31&hours=1&step=240")).await.ok();
+    let last = app.get(key, &format!("{base}&start_date=2200-12-31&hours=24&step=240")).await;
+    assert_eq!(last.ok()["data"][0]["date"], "2200-12-31");
     app.get(key, &format!("{base}&start_date=2030-01-07&hours=1&filter[bogus]=1")).await.problem(400);
     let (_, other_key) = app.new_company("Other").await;
     app.get(&other_key, &format!("{base}&start_date=2030-01-07&hours=1")).await.problem(404);
