@@ -103,10 +103,13 @@ fn accept_idempotency_key(op: &mut Operation) {
 
 /// Query parameters whose rule is a computed pattern, given their schema here: utoipa's `pattern`
 /// takes only a literal, and its `schema_with` drops a parameter's description and `required`.
-const PARAM_SCHEMAS: [(&str, &str, fn() -> utoipa::openapi::schema::Object); 2] = [
+const PARAM_SCHEMAS: [ParamSchema; 2] = [
     ("/api/v1/availability", "start_date", crate::schemas::booking_date),
     ("/api/v1/availability", "end_date", crate::schemas::booking_date),
 ];
+
+/// (path, parameter, schema)
+type ParamSchema = (&'static str, &'static str, fn() -> utoipa::openapi::schema::Object);
 
 fn set_param_schemas(path: &str, op: &mut Operation) {
     for (_, name, schema) in PARAM_SCHEMAS.iter().filter(|(p, _, _)| *p == path) {
