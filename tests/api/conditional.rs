@@ -12,6 +12,7 @@ use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
 use crate::{
+    events_recorded::{feed_end, nothing_recorded},
     appointments::{body, body_with, create_customer},
     support::{Backend, TestApp},
 };
@@ -167,6 +168,7 @@ async fn a_stale_if_match_writes_nothing_on_every_route(backend: Backend) {
         (format!("/api/v1/webhooks/{webhook}"), json!({"url": "http://127.0.0.1:9/other", "events": ["*"]})),
     ];
     for (path, new_body) in &writes {
+        let mut cursor = feed_end(&app, &app.admin_key).await;
         let before = get(&app, path, &[]).await;
         let tag = before.etag();
         let stale = send(&app, &app.base, Method::PUT, path, &[("if-match", "\"0000\"")], Some(new_body)).await;
@@ -177,6 +179,7 @@ async fn a_stale_if_match_writes_nothing_on_every_route(backend: Backend) {
         assert_eq!(get(&app, path, &[]).await.body, before.body, "{path}: a 412 changed nothing");
         let bad = send(&app, &app.base, Method::PUT, path, &[("if-match", "unquoted")], Some(new_body)).await;
         assert_eq!(bad.status, StatusCode::BAD_REQUEST, "{path}: {}", bad.body);
+        nothing_recorded(&app, &app.admin_key, &mut cursor, &format!("PUT {path} refused")).await;
 
         let fresh = send(&app, &app.base, Method::PUT, path, &[("if-match", &format!("\"other\", {tag}"))], Some(new_body)).await;
         assert_eq!(fresh.status, StatusCode::OK, "{path}: {}", fresh.body);
@@ -190,9 +193,11 @@ async fn a_stale_if_match_writes_nothing_on_every_route(backend: Backend) {
     }
 
     for path in [format!("/api/v1/appointments/{appointment}"), format!("/api/v1/webhooks/{webhook}")] {
+        let mut cursor = feed_end(&app, &app.admin_key).await;
         let tag = get(&app, &path, &[]).await.etag();
         let stale = send(&app, &app.base, Method::DELETE, &path, &[("if-match", "\"0000\"")], None).await;
         assert_eq!(stale.status, StatusCode::PRECONDITION_FAILED, "{path}: {}", stale.body);
+        nothing_recorded(&app, &app.admin_key, &mut cursor, &format!("DELETE {path} refused")).await;
         assert_eq!(get(&app, &path, &[]).await.etag(), tag, "{path}: a refused DELETE deleted nothing");
         let deleted = send(&app, &app.base, Method::DELETE, &path, &[("if-match", &tag)], None).await;
         assert_eq!(deleted.status, StatusCode::NO_CONTENT, "{path}: {}", deleted.body);
