@@ -63,7 +63,7 @@ pub struct TestApp {
     /// The first company of the test and its admin key.
     pub company_id: i64,
     pub admin_key: String,
-    sqlite_file: Option<PathBuf>,
+    pub sqlite_file: Option<PathBuf>,
 }
 
 impl Drop for TestApp {
