@@ -79,10 +79,11 @@ async fn update_bay(State(state): State<AppState>, Admin(caller): Admin, put: Re
     let fields = validate_bay(&state, &caller, input?, Some(&current)).await?;
     let mut change = Change::begin(&state.db, caller.company_id).await?;
     // An appointment's bay belongs to the appointment's shop, a hold's to the hold's: checked in
-    // the write's transaction, so a hold made meanwhile is not stranded in the old shop. Before
-    // If-Match, which locks the bay: `in_use` locks the bay's expired holds before the bay, as
-    // a hold's writer does (and a 422 comes before a 412).
-    if fields.shop_id != current.shop_id && store::in_use(change.tx(), caller.company_id, current.shop_id, current.id, now_micros()).await? {
+    // the write's transaction, on the bay's shop as it is then, so neither a hold made meanwhile
+    // nor a move committed meanwhile strands anything. Before If-Match, which locks the bay:
+    // `move_blocked` locks the bay's expired holds before the bay, as a hold's writer does (and
+    // a 422 comes before a 412).
+    if store::move_blocked(change.tx(), caller.company_id, current.id, fields.shop_id, now_micros()).await? {
         return Err(ApiError::invalid("shop_id", "This bay has appointments or holds; it cannot move to another shop."));
     }
     if_match.verify::<Bay, _>(&current, store::find(change.tx(), caller.company_id, current.id)).await?;

@@ -76,14 +76,17 @@ pub async fn update(tx: &mut Tx, company_id: i64, id: i64, f: &BayFields) -> Res
     tx.fetch_optional(&f.bind(q).bind(now_micros())).await
 }
 
-/// Whether the bay holds anything of its shop that a move to another shop would strand: an
-/// appointment (deleted ones keep their bay) or a live hold. Holds that expired unbooked are
-/// retired here first (a hold is booked only while `held`, so none of them can be booked after),
-/// and then stand in nobody's way. Holds and availability are worked out per shop, so a bay in
-/// use must stay. Locks the bay's row (PostgreSQL), as a hold's writer does: a hold committed
-/// before is seen here, and one after sees the new shop. (A rare admin check: it walks
-/// the shop's appointments through the `(company_id, shop_id, ...)` index.)
-pub async fn in_use(tx: &mut Tx, company_id: i64, shop_id: i64, bay_id: i64, now: i64) -> Result<bool, DbError> {
+/// Whether a move of the bay to `to_shop` would strand something of its shop: an appointment
+/// (deleted ones keep their bay) or a live hold. The bay's shop is read with its row locked
+/// (PostgreSQL; SQLite's writer runs one change at a time), not taken from a read before the
+/// transaction: a move committed meanwhile would make this PUT a move, or a move from another
+/// shop, that a stale read did not see. Holds that expired unbooked are retired first (a hold
+/// is booked only while `held`, so none of them can be booked after), and then stand in
+/// nobody's way. Holds and availability are worked out per shop, so a bay in use must stay.
+/// The lock makes a hold committed before visible here, and one after see the new shop. (A
+/// rare admin check: it walks the shop's appointments through the `(company_id, shop_id, ...)`
+/// index.)
+pub async fn move_blocked(tx: &mut Tx, company_id: i64, bay_id: i64, to_shop: i64, now: i64) -> Result<bool, DbError> {
     // Expired holds first, in id order, then the bay: the order a hold's writer locks them in
     // (`holds::store::retire_expired`, then `lock_bay`), so the two wait, never deadlock.
     let mut pick = Query::new("SELECT id FROM holds WHERE company_id = $1 AND bay_id = $2 AND state = 'held' AND expires_at <= $3 ORDER BY id");
@@ -97,12 +100,17 @@ pub async fn in_use(tx: &mut Tx, company_id: i64, shop_id: i64, bay_id: i64, now
         .bind(now);
     tx.execute(&retire).await?;
     tx.lock_row("bays", company_id, bay_id).await?;
+    let shop = Query::new("SELECT shop_id FROM bays WHERE company_id = $1 AND id = $2").bind(company_id).bind(bay_id);
+    let Some((from_shop,)) = tx.fetch_optional::<(i64,)>(&shop).await? else { return Ok(false) };
+    if from_shop == to_shop {
+        return Ok(false);
+    }
     let q = Query::new(
         "SELECT id FROM appointments WHERE company_id = $1 AND shop_id = $2 AND bay_id = $3 \
          UNION ALL SELECT id FROM holds WHERE company_id = $1 AND bay_id = $3 AND state = 'held' LIMIT 1",
     )
     .bind(company_id)
-    .bind(shop_id)
+    .bind(from_shop)
     .bind(bay_id);
     Ok(tx.fetch_optional::<(i64,)>(&q).await?.is_some())
 }

@@ -91,7 +91,7 @@ pub async fn appointment_overlaps(tx: &mut Tx, company_id: i64, shop_id: i64, ba
 ///
 /// Returns whether the bay is still an active bay of `shop_id`: a bay moved to another shop, or
 /// set inactive, since the request read its shop's bays takes no hold for this one (a bay's
-/// update locks the row too, and a move refuses a bay with holds: see `bays::store::in_use`).
+/// update locks the row too, and a move refuses a bay with holds: see `bays::store::move_blocked`).
 pub async fn lock_bay(tx: &mut Tx, company_id: i64, shop_id: i64, bay_id: i64) -> Result<bool, DbError> {
     let lock = if tx.is_sqlite() { "" } else { " FOR NO KEY UPDATE" };
     let q = Query::new(format!("SELECT shop_id, active FROM bays WHERE company_id = $1 AND id = $2{lock}")).bind(company_id).bind(bay_id);

@@ -1,12 +1,15 @@
 use serde_json::json;
 
-use crate::support::{Backend, TestApp};
+use std::{sync::Arc, time::Duration};
+
+use crate::support::{Backend, HeldWrite, TestApp};
 
 crate::backend_tests!(
     lists_bays_with_defaults_filters_and_sorts,
     paginates_bays_with_links_and_edges,
     creates_and_updates_bays_with_validation,
     a_bay_with_appointments_stays_in_its_shop,
+    a_move_is_checked_on_the_shop_the_bay_has_when_it_writes,
 );
 
 async fn lists_bays_with_defaults_filters_and_sorts(backend: Backend) {
@@ -151,4 +154,34 @@ async fn a_bay_with_appointments_stays_in_its_shop(backend: Backend) {
     app.put(key, &format!("/api/v1/bays/{busy}"), json!({"shop_id": a, "title": "Lift A"})).await.ok();
     assert_eq!(app.get(key, &format!("/api/v1/appointments/{appointment}")).await.body["column"], "Lift A");
     assert_eq!(app.put(key, &format!("/api/v1/bays/{idle}"), json!({"shop_id": b, "title": "Spare"})).await.ok()["shop_id"], b);
+}
+
+/// A PUT reads the bay before its transaction; a move and a booking in the new shop that commit
+/// in between must still stop it from taking the bay back (here the test's own transaction
+/// makes both, and commits once the PUT has read the bay and waits for the lock).
+async fn a_move_is_checked_on_the_shop_the_bay_has_when_it_writes(backend: Backend) {
+    let app = Arc::new(TestApp::spawn(backend).await);
+    let key = &app.admin_key;
+    let a = app.create_shop(key, "A", "UTC").await;
+    let b = app.create_shop(key, "B", "UTC").await;
+    let bay = app.create_bay(key, a, "Lift", 0).await;
+    let r = app
+        .post(key, "/api/v1/appointments", json!({"shop_id": b, "date": "2026-12-01T09:00:00Z", "year": "2020", "make": "Ford",
+            "model": "Focus", "home_phone": "", "work_phone": "", "cell_phone": ""}))
+        .await;
+    let appointment = r.ok()["appointment_id"].as_i64().unwrap();
+
+    let held = HeldWrite::begin(&app).await;
+    held.run("UPDATE bays SET shop_id = $1 WHERE company_id = $2 AND id = $3", &[b, app.company_id, bay]).await;
+    held.run("UPDATE appointments SET bay_id = $1 WHERE company_id = $2 AND id = $3", &[bay, app.company_id, appointment]).await;
+    let back = {
+        let app = app.clone();
+        tokio::spawn(async move { app.put(&app.admin_key, &format!("/api/v1/bays/{bay}"), json!({"shop_id": a, "title": "Lift"})).await })
+    };
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert!(!back.is_finished(), "the PUT waits for the bay");
+    held.commit().await;
+    back.await.unwrap().invalid("shop_id");
+    assert_eq!(app.get(key, &format!("/api/v1/bays/{bay}")).await.body["shop_id"], b);
+    assert_eq!(app.get(key, &format!("/api/v1/appointments/{appointment}")).await.body["column"], "Lift");
 }

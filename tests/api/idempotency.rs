@@ -9,7 +9,7 @@ use autoshop::config::AppConfig;
 
 use crate::{
     appointments::body,
-    support::{Backend, TestApp},
+    support::{Backend, HeldWrite, TestApp},
 };
 
 crate::backend_tests!(
@@ -93,44 +93,6 @@ async fn fifty_concurrent_repeats_write_once_and_answer_alike(backend: Backend) 
     assert_eq!(headers.get("location").map(|v| v.to_str().unwrap().to_owned()), Some(format!("/api/v1/appointments/{}", serde_json::from_str::<Value>(&text).unwrap()["appointment_id"])));
 }
 
-/// Makes writes to a shop wait until released: on PostgreSQL a transaction holds the shop's row
-/// `FOR UPDATE` (an appointment's insert needs its foreign key's share lock on it); on SQLite
-/// another connection holds the database's write lock (the writer waits up to its busy timeout).
-enum Stall {
-    Postgres(sqlx::PgConnection),
-    Sqlite(rusqlite::Connection),
-}
-
-impl Stall {
-    async fn shop(app: &TestApp, shop: i64) -> Stall {
-        use sqlx::{Connection, Executor};
-        match &app.sqlite_file {
-            Some(path) => {
-                let conn = rusqlite::Connection::open(path).unwrap();
-                conn.execute_batch("BEGIN IMMEDIATE").unwrap();
-                Stall::Sqlite(conn)
-            }
-            None => {
-                let mut conn = sqlx::PgConnection::connect(&app.db_url).await.unwrap();
-                conn.execute("BEGIN").await.unwrap();
-                let lock = sqlx::query("SELECT 1 FROM shops WHERE company_id = $1 AND id = $2 FOR UPDATE").bind(app.company_id).bind(shop);
-                assert_eq!(conn.fetch_all(lock).await.unwrap().len(), 1);
-                Stall::Postgres(conn)
-            }
-        }
-    }
-
-    async fn release(self) {
-        use sqlx::Executor;
-        match self {
-            Stall::Sqlite(conn) => conn.execute_batch("ROLLBACK").unwrap(),
-            Stall::Postgres(mut conn) => {
-                conn.execute("ROLLBACK").await.unwrap();
-            }
-        }
-    }
-}
-
 /// A repeat that comes while the key's first request is still running (held up here at its
 /// write) is a 409 with `Retry-After: 1`, and does not run; once the first is done, the repeat
 /// replays its answer.
@@ -139,7 +101,9 @@ async fn a_repeat_while_the_first_runs_is_told_to_retry(backend: Backend) {
     let shop = app.create_shop(&app.admin_key, "Slow", "America/Chicago").await;
     let mut b = body(shop, "2030-01-07T09:00:00-06:00");
     b["last_name"] = json!("Heldup");
-    let stall = Stall::shop(&app, shop).await;
+    // An appointment's insert needs its foreign key's share lock on the shop's row.
+    let stall = HeldWrite::begin(&app).await;
+    stall.lock_row_on_postgres("shops", app.company_id, shop).await;
     let first = {
         let (app, b) = (app.clone(), b.clone());
         tokio::spawn(async move { keyed_post(&app, &app.admin_key, "/api/v1/appointments", "held-1", &b).await })
@@ -150,7 +114,7 @@ async fn a_repeat_while_the_first_runs_is_told_to_retry(backend: Backend) {
     assert_eq!(status, StatusCode::CONFLICT, "{text}");
     assert_eq!(headers.get("retry-after").map(|v| v.to_str().unwrap()), Some("1"));
     assert_eq!(serde_json::from_str::<Value>(&text).unwrap()["status"], 409);
-    stall.release().await;
+    stall.commit().await;
     let (status, _, created) = first.await.unwrap();
     assert_eq!(status, StatusCode::CREATED, "{created}");
     let (status, headers, replayed) = keyed_post(&app, &app.admin_key, "/api/v1/appointments", "held-1", &b).await;

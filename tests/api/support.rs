@@ -346,3 +346,68 @@ pub async fn together(requests: Vec<reqwest::RequestBuilder>) -> Vec<u16> {
     }
     statuses
 }
+
+/// A transaction the test holds open to make the server's writes wait: on SQLite it holds the
+/// database's write lock (the server's writer waits up to its busy timeout, 5 s); on PostgreSQL
+/// it holds the row locks its statements take. What it writes shows when it commits, after a
+/// request has read the rows as they were.
+pub enum HeldWrite {
+    Postgres(tokio::sync::Mutex<sqlx::PgConnection>),
+    Sqlite(std::sync::Mutex<rusqlite::Connection>),
+}
+
+impl HeldWrite {
+    pub async fn begin(app: &TestApp) -> HeldWrite {
+        use sqlx::{Connection, Executor};
+        match &app.sqlite_file {
+            Some(path) => {
+                let conn = rusqlite::Connection::open(path).unwrap();
+                conn.execute_batch("BEGIN IMMEDIATE").unwrap();
+                HeldWrite::Sqlite(std::sync::Mutex::new(conn))
+            }
+            None => {
+                let mut conn = sqlx::PgConnection::connect(&app.db_url).await.unwrap();
+                conn.execute("BEGIN").await.unwrap();
+                HeldWrite::Postgres(tokio::sync::Mutex::new(conn))
+            }
+        }
+    }
+
+    /// Runs a statement with integer parameters (`$1`, `$2`... on both backends); rows changed.
+    pub async fn run(&self, sql: &str, params: &[i64]) -> u64 {
+        match self {
+            HeldWrite::Sqlite(conn) => {
+                let conn = conn.lock().unwrap();
+                let sql = sql.replace('$', "?");
+                conn.execute(&sql, rusqlite::params_from_iter(params)).unwrap() as u64
+            }
+            HeldWrite::Postgres(conn) => {
+                let mut q = sqlx::query(sqlx::AssertSqlSafe(sql.to_owned()));
+                for p in params {
+                    q = q.bind(*p);
+                }
+                q.execute(&mut *conn.lock().await).await.unwrap().rows_affected()
+            }
+        }
+    }
+
+    /// Locks a row `FOR UPDATE` on PostgreSQL, which also stops inserts whose foreign key points
+    /// at it (SQLite's write lock stops every write already).
+    pub async fn lock_row_on_postgres(&self, table: &str, company_id: i64, id: i64) {
+        if let HeldWrite::Postgres(conn) = self {
+            let lock = format!("SELECT 1 FROM {table} WHERE company_id = $1 AND id = $2 FOR UPDATE");
+            let rows = sqlx::query(sqlx::AssertSqlSafe(lock)).bind(company_id).bind(id).fetch_all(&mut *conn.lock().await).await.unwrap();
+            assert_eq!(rows.len(), 1, "{table} {id} exists");
+        }
+    }
+
+    pub async fn commit(self) {
+        match self {
+            HeldWrite::Sqlite(conn) => conn.into_inner().unwrap().execute_batch("COMMIT").unwrap(),
+            HeldWrite::Postgres(conn) => {
+                use sqlx::Executor;
+                conn.into_inner().execute("COMMIT").await.unwrap();
+            }
+        }
+    }
+}
