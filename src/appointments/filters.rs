@@ -83,7 +83,7 @@ impl ListFilters {
         let mut f = ListFilters { appointment_id: params.i64("appointment_id")?, ..Default::default() };
         for (name, column) in [("first_name", "first_name_key"), ("last_name", "last_name_key"), ("reason", "reason_key"), ("make", "make_key"), ("model", "model_key")] {
             if let Some(v) = filled(list.filter(name)) {
-                f.text.push((column, crate::db::like_contains(&crate::db::fold_case(v))));
+                f.text.push((column, crate::db::like_contains(&crate::db::search_term(v))));
             }
         }
         f.year = filled(list.filter("year")).map(str::to_owned);

@@ -161,7 +161,7 @@ fn parse_filter(url: &RequestUrl, list: &ListQuery) -> Result<CustomerFilter, Ap
         if digits.is_empty() {
             errors.add("filter[phone]", "The filter[phone] parameter must contain digits.");
         }
-        Some(digits).filter(|d| !d.is_empty())
+        Some(crate::db::capped_term(digits)).filter(|d| !d.is_empty())
     });
     let updated = list.given("updated_date").and_then(|raw| match crate::body::parse_date(raw) {
         Some(day) => {
@@ -177,9 +177,9 @@ fn parse_filter(url: &RequestUrl, list: &ListQuery) -> Result<CustomerFilter, Ap
     errors.into_result()?;
     Ok(CustomerFilter {
         id,
-        first_name: list.given("first_name").map(crate::db::fold_case),
-        last_name: list.given("last_name").map(crate::db::fold_case),
-        address: list.given("address").map(crate::db::fold_case),
+        first_name: list.given("first_name").map(crate::db::search_term),
+        last_name: list.given("last_name").map(crate::db::search_term),
+        address: list.given("address").map(crate::db::search_term),
         phone_digits,
         customer_number: list.given("customer_number").map(str::to_owned),
         updated,

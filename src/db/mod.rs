@@ -18,7 +18,7 @@ pub mod sqlite;
 use std::sync::Arc;
 
 pub use autoshop_macros::FromRow;
-pub use query::{Arg, Query, fold_case, like_contains, like_prefix};
+pub use query::{Arg, Query, capped_term, fold_case, like_contains, like_prefix, search_term};
 pub use row::{Decode, FromRow, RowReader};
 pub use scope::{ShopFilter, company_row};
 use postgres::Pg;

@@ -151,6 +151,27 @@ pub fn fold_case(text: &str) -> String {
     if lower.contains('ς') { lower.replace('ς', "σ") } else { lower }
 }
 
+/// More characters than any stored search key has: texts are at most 255 characters, lower
+/// case turns one character into at most two (`İ`), and a customer's phone key joins three
+/// phones' digits.
+const LONGER_THAN_ANY_KEY: usize = 1024;
+
+/// A substring filter's term cut to [`LONGER_THAN_ANY_KEY`] characters: longer or cut, it is
+/// found in no key, but its pattern stays inside SQLite's limit on LIKE patterns (50,000 bytes,
+/// beyond which the statement fails where PostgreSQL finds nothing).
+pub fn capped_term(mut term: String) -> String {
+    if let Some((cut, _)) = term.char_indices().nth(LONGER_THAN_ANY_KEY) {
+        term.truncate(cut);
+    }
+    term
+}
+
+/// A substring filter's term as keys are compared with it: folded ([`fold_case`]) and capped
+/// ([`capped_term`]).
+pub fn search_term(text: &str) -> String {
+    capped_term(fold_case(text))
+}
+
 /// A `LIKE ... ESCAPE '\'` pattern matching `text` anywhere: `%`, `_` and `\` in the text are
 /// escaped, so they match themselves.
 pub fn like_contains(text: &str) -> String {
@@ -174,6 +195,15 @@ pub fn like_prefix(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn search_terms_are_folded_and_cut_past_any_key() {
+        assert_eq!(search_term("ΚΑΣ"), "κασ");
+        let long = "İ".repeat(3000);
+        assert_eq!(search_term(&long).chars().count(), LONGER_THAN_ANY_KEY);
+        assert_eq!(capped_term("5".repeat(2000)), "5".repeat(LONGER_THAN_ANY_KEY));
+        assert_eq!(capped_term("short".into()), "short");
+    }
 
     #[test]
     fn like_patterns_escape_wildcards() {

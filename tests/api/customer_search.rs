@@ -12,7 +12,8 @@ crate::backend_tests!(
     substring_search_follows_updates_and_takes_text_literally,
     unfiltered_customer_totals_follow_creates_moves_and_key_shops,
     short_last_name_terms_count_every_match_and_no_other,
-    a_greek_capital_sigma_is_found_inside_a_word
+    a_greek_capital_sigma_is_found_inside_a_word,
+    a_term_longer_than_any_name_finds_nothing_on_both_backends,
 );
 
 async fn substring_search_follows_updates_and_takes_text_literally(backend: Backend) {
@@ -157,4 +158,38 @@ async fn a_greek_capital_sigma_is_found_inside_a_word(backend: Backend) {
     let r = app.get(key, "/api/v1/appointments?filter[last_name]=ΚΑΣ").await;
     assert_eq!(r.ids("appointment_id"), vec![r.body["data"][0]["appointment_id"].as_i64().unwrap()]);
     assert_eq!(r.body["meta"]["total"], 1);
+}
+
+/// SQLite refuses a LIKE pattern over 50,000 bytes (an escaped `_` takes two): such a term, which
+/// no name can hold, finds nothing there as on PostgreSQL, instead of failing the request. A
+/// term as long as a name still finds it.
+async fn a_term_longer_than_any_name_finds_nothing_on_both_backends(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let key = &app.admin_key;
+    let shop = app.create_shop(key, "A", "UTC").await;
+    let long_name = "_".repeat(255);
+    let underscores = create_customer(&app, key, shop, &long_name, &long_name, json!({"address": long_name})).await;
+    let mut body = crate::appointments::body(shop, "2030-01-07T09:00:00Z");
+    body["first_name"] = json!(long_name);
+    body["reason"] = json!(long_name);
+    let appointment = app.post(key, "/api/v1/appointments", body).await.ok()["appointment_id"].as_i64().unwrap();
+    let huge = "_".repeat(26_000);
+    let digits = "5".repeat(60_000);
+    for (path, filter, found) in [
+        ("customers", "first_name", underscores),
+        ("customers", "last_name", underscores),
+        ("customers", "address", underscores),
+        ("appointments", "first_name", appointment),
+        ("appointments", "reason", appointment),
+    ] {
+        let id = if path == "customers" { "customer_id" } else { "appointment_id" };
+        let r = app.get(key, &format!("/api/v1/{path}?filter[{filter}]={huge}")).await;
+        assert_eq!(r.status, 200, "{path} {filter}: {}", r.body);
+        assert_eq!(r.ids(id), Vec::<i64>::new(), "{path} {filter}");
+        assert_eq!(r.body["meta"]["total"], 0);
+        let r = app.get(key, &format!("/api/v1/{path}?filter[{filter}]={long_name}")).await;
+        assert_eq!(r.ids(id), vec![found], "{path} {filter}: a term as long as the name");
+    }
+    let r = app.get(key, &format!("/api/v1/customers?filter[phone]={digits}")).await;
+    assert_eq!((r.status.as_u16(), r.body["meta"]["total"].clone()), (200, json!(0)), "{}", r.body);
 }
