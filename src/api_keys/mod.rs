@@ -133,6 +133,11 @@ async fn create_key(State(state): State<AppState>, CompanyAdmin(caller): Company
     }
     errors.into_result()?;
     let mut change = Change::begin(&state.db, caller.company_id).await?;
+    // As for a revocation: a key revoked since it was authenticated must not make a key that
+    // outlives it (its row, locked, holds off a revocation until this commits).
+    if !store::lock_revoker(change.tx(), caller.company_id, caller.key_id, caller.key_id).await? {
+        return Err(ApiError::Unauthorized("The API key is not valid or has been revoked.".into()));
+    }
     let (row, key) = store::insert(change.tx(), caller.company_id, name.trim(), role.unwrap_or(Role::Read), shops.as_deref()).await?;
     let mut record = ApiKeyRecord::from(row);
     change.record("api_key.created", None, &record)?;

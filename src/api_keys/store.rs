@@ -64,7 +64,8 @@ pub enum Revocation {
 
 /// Locks the revoking key `by` and the key `id` to revoke, in id order, and answers whether `by`
 /// is still unrevoked. Of two admin keys revoking each other at once, the second to lock finds
-/// itself revoked (and must stop), so the company keeps an admin key.
+/// itself revoked (and must stop), so the company keeps an admin key. With `id == by`, what a
+/// key creating another checks: that it is not revoked meanwhile.
 pub async fn lock_revoker(tx: &mut Tx, company_id: i64, id: i64, by: i64) -> Result<bool, DbError> {
     let both = Query::new("SELECT id, revoked_at FROM api_keys WHERE company_id = $1 AND id IN ($2, $3) ORDER BY id")
         .bind(company_id)

@@ -2,7 +2,7 @@ use serde_json::json;
 
 use autoshop::config::AppConfig;
 
-use crate::support::{Backend, TestApp};
+use crate::support::{Backend, HeldWrite, TestApp};
 
 crate::backend_tests!(
     keys_are_shown_once_listed_without_secrets_and_revoked_at_once,
@@ -14,6 +14,7 @@ crate::backend_tests!(
     revocation_is_immediate_on_every_replica,
     roles_are_checked_before_the_body,
     two_admin_keys_revoking_each_other_leave_one,
+    a_key_revoked_while_it_creates_a_key_creates_none,
 );
 
 async fn keys_are_shown_once_listed_without_secrets_and_revoked_at_once(backend: Backend) {
@@ -290,4 +291,29 @@ async fn two_admin_keys_revoking_each_other_leave_one(backend: Backend) {
     }
     // Both orders of arrival were seen: the race was run, not avoided.
     assert!(outcomes.contains_key(&vec![204, 401]), "{outcomes:?}");
+}
+
+/// A key authenticated before its revocation commits (a replica's cache, or the moment before)
+/// must not create a key that outlives it: the create checks its own key, locked, in its
+/// transaction. Here the revocation is the test's own transaction, committed while the create
+/// waits.
+async fn a_key_revoked_while_it_creates_a_key_creates_none(backend: Backend) {
+    let app = std::sync::Arc::new(TestApp::spawn(backend).await);
+    let doomed = app.create_key(&app.admin_key, "admin", None).await;
+    let records = app.get(&app.admin_key, "/api/v1/api_keys?pageSize=100").await;
+    let doomed_id = records.body["data"].as_array().unwrap().iter().find(|k| doomed.starts_with(k["prefix"].as_str().unwrap())).unwrap()["id"].as_i64().unwrap();
+    let before = records.body["data"].as_array().unwrap().len();
+    app.get(&doomed, "/api/v1/api_keys").await.ok();
+
+    let held = HeldWrite::begin(&app).await;
+    assert_eq!(held.run("UPDATE api_keys SET revoked_at = 1 WHERE company_id = $1 AND id = $2", &[app.company_id, doomed_id]).await, 1);
+    let create = {
+        let (app, doomed) = (app.clone(), doomed.clone());
+        tokio::spawn(async move { app.post(&doomed, "/api/v1/api_keys", json!({"name": "heir", "role": "admin"})).await })
+    };
+    tokio::time::sleep(std::time::Duration::from_millis(400)).await;
+    held.commit().await;
+    create.await.unwrap().problem(401);
+    let after = app.get(&app.admin_key, "/api/v1/api_keys?pageSize=100").await;
+    assert_eq!(after.body["data"].as_array().unwrap().len(), before, "no key was created: {}", after.body);
 }
