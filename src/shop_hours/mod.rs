@@ -56,8 +56,13 @@ async fn put_hours(State(state): State<AppState>, Admin(caller): Admin, JsonBody
 }
 
 /// Stores a shop's new week and records its `shop_hours.updated` event; returns the records.
+/// Their instants are worked out in the shop's zone as read locked here: a zone change committed
+/// since `shop` was read would otherwise leave the answer and the event in the old zone.
 pub async fn replace_week(change: &mut Change, shop: &ShopRow, week: &[model::Interval]) -> Result<Vec<HoursRecord>, ApiError> {
     let company_id = change.company_id();
+    let shop = crate::shops::store::find(crate::db::Reader::Locked(change.tx()), company_id, shop.id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("Shop"))?;
     store::replace_week(change.tx(), company_id, shop.id, week).await?;
     let now = chrono::Utc::now();
     let data: Vec<HoursRecord> = week.iter().map(|(day, open, close)| HoursRecord::new(shop.id, shop.tz(), *day, *open, *close, now)).collect();

@@ -1,12 +1,13 @@
 use chrono::{DateTime, Datelike, Utc};
 use serde_json::{Value, json};
 
-use crate::support::{Backend, TestApp};
+use crate::support::{Backend, HeldWrite, TestApp};
 
 crate::backend_tests!(
     shop_hours_replace_a_week_and_report_next_occurrences,
     shop_hours_reject_bad_weeks_and_keep_the_old_one,
     shop_hours_written_together_keep_one_week,
+    shop_hours_are_answered_in_the_zone_the_shop_has_when_they_are_written,
     sources_start_with_defaults_and_filter,
     sources_admin_writes,
     shop_info_embeds_lists_on_request,
@@ -229,4 +230,28 @@ async fn shop_info_embeds_lists_on_request(backend: Backend) {
     let r = app.get(key, "/api/v1/settings/shop_info?with[]=owners").await;
     assert!(r.problem(400)["detail"].as_str().unwrap().contains("hours, bays, sources"));
     app.get(key, "/api/v1/settings/shop_info?filter[shop_id]=999999").await.problem(404);
+}
+
+/// The week's answer and its event give each interval's next occurrence in the shop's zone:
+/// the zone as the write finds it, not as read before its transaction (here a zone change the
+/// test commits while the write waits).
+async fn shop_hours_are_answered_in_the_zone_the_shop_has_when_they_are_written(backend: Backend) {
+    let app = std::sync::Arc::new(TestApp::spawn(backend).await);
+    let shop = app.create_shop(&app.admin_key, "Drifting", "UTC").await;
+    let held = HeldWrite::begin(&app).await;
+    held.run("UPDATE shops SET timezone = 'Asia/Tokyo' WHERE company_id = $1 AND id = $2", &[app.company_id, shop]).await;
+    let write = {
+        let app = app.clone();
+        let week = json!({"shop_id": shop, "hours": [{"day": 1, "open": "09:00", "close": "18:00"}]});
+        tokio::spawn(async move { app.put(&app.admin_key, "/api/v1/settings/shop_hours", week).await })
+    };
+    tokio::time::sleep(std::time::Duration::from_millis(400)).await;
+    held.commit().await;
+    let answer = write.await.unwrap();
+    let record = &answer.ok()["data"][0];
+    assert_eq!(record["timezone"], "Asia/Tokyo", "{record}");
+    let start = instant(&record["start_time"]).with_timezone(&chrono_tz::Asia::Tokyo);
+    assert_eq!(start.format("%H:%M").to_string(), "09:00", "{record}");
+    let read = app.get(&app.admin_key, &format!("/api/v1/settings/shop_hours?filter[shop_id]={shop}")).await;
+    assert_eq!(read.ok()["data"][0], *record, "the answer is what a read shows");
 }
