@@ -51,14 +51,16 @@ pub fn at_minutes(tz: Tz, date: NaiveDate, minutes: i64) -> DateTime<Utc> {
     local_to_utc(tz, date.and_time(time))
 }
 
-/// The next occurrence of `day` `open`..`close` (shop-local) that has not ended at `now`.
+/// The next occurrence of `day` `open`..`close` (shop-local) that has not ended at `now`. A day
+/// whose daylight-saving jump swallows the interval (02:30-03:15 on a spring-forward night:
+/// the opening moves forward past the close) has none, as availability sees it.
 pub fn next_occurrence(tz: Tz, day: i64, open: i64, close: i64, now: DateTime<Utc>) -> (DateTime<Utc>, DateTime<Utc>) {
     let today = now.with_timezone(&tz).date_naive();
     let ahead = (day - today.weekday().num_days_from_sunday() as i64).rem_euclid(7);
     let mut date = today + Duration::days(ahead);
     loop {
         let (start, end) = (at_minutes(tz, date, open), at_minutes(tz, date, close));
-        if end > now {
+        if end > now && end > start {
             return (start, end);
         }
         date += Duration::days(7);
@@ -150,6 +152,17 @@ mod tests {
 
     fn utc(y: i32, mo: u32, d: u32, h: u32, mi: u32) -> DateTime<Utc> {
         Utc.with_ymd_and_hms(y, mo, d, h, mi, 0).unwrap()
+    }
+
+    #[test]
+    fn an_interval_a_spring_forward_jump_swallows_occurs_the_week_after() {
+        let tz: Tz = "America/Chicago".parse().unwrap();
+        // Monday 2026-03-02; Sunday 2026-03-08 skips 02:00-03:00 CDT.
+        let (s, e) = next_occurrence(tz, 0, 2 * 60 + 30, 3 * 60 + 15, utc(2026, 3, 2, 12, 0));
+        assert_eq!((s, e), (utc(2026, 3, 15, 7, 30), utc(2026, 3, 15, 8, 15)));
+        // An interval the jump only shortens still occurs that night.
+        let (s, e) = next_occurrence(tz, 0, 2 * 60 + 30, 4 * 60, utc(2026, 3, 2, 12, 0));
+        assert_eq!((s, e), (utc(2026, 3, 8, 8, 30), utc(2026, 3, 8, 9, 0)));
     }
 
     #[test]
