@@ -66,10 +66,17 @@ pub fn local_day_start(tz: Tz, day: NaiveDate) -> DateTime<Utc> {
     local_to_utc(tz, day.and_time(NaiveTime::MIN))
 }
 
+/// Whether `text` has `shape`'s form: a `9` in the shape is any ASCII digit, every other byte
+/// itself. chrono's parser alone takes `2026-3-8`, `2026- 3- 8` and `+2026-03-08`, which the
+/// documented forms (and the published patterns) do not.
+pub fn has_shape(text: &str, shape: &str) -> bool {
+    text.len() == shape.len() && text.bytes().zip(shape.bytes()).all(|(t, s)| if s == b'9' { t.is_ascii_digit() } else { t == s })
+}
+
 /// A calendar date written exactly `YYYY-MM-DD` (surrounding blanks ignored).
 pub fn parse_ymd(raw: &str) -> Option<NaiveDate> {
     let raw = raw.trim();
-    (raw.len() == 10).then(|| NaiveDate::parse_from_str(raw, "%Y-%m-%d").ok()).flatten()
+    has_shape(raw, "9999-99-99").then(|| NaiveDate::parse_from_str(raw, "%Y-%m-%d").ok()).flatten()
 }
 
 /// `HH:MM` -> minutes after midnight (00:00 to 24:00).

@@ -4,7 +4,7 @@
 use chrono::{DateTime, Days, NaiveDate, NaiveDateTime, NaiveTime, Utc};
 use chrono_tz::Tz;
 
-use crate::time::{local_day_start, local_to_utc};
+use crate::time::{has_shape, local_day_start, local_to_utc};
 
 pub const MICROS_PER_HOUR: f64 = 3_600_000_000.0;
 
@@ -31,11 +31,28 @@ pub fn parse_schedule(raw: &str, tz: Tz) -> Option<DateTime<Utc>> {
     let (written_year, at) = match DateTime::parse_from_rfc3339(raw) {
         Ok(t) => (t.year(), t.with_timezone(&Utc)),
         Err(_) => {
+            if !is_local_date_time(raw) {
+                return None;
+            }
             let local = LOCAL.iter().find_map(|f| NaiveDateTime::parse_from_str(raw, f).ok())?;
             (local.year(), local_to_utc(tz, local))
         }
     };
     YEARS.contains(&written_year).then_some(at)
+}
+
+/// `YYYY-MM-DD[T| ]HH:MM[:SS[.f]]` with two digits in every field and one to nine in the
+/// fraction, as the document's pattern says (chrono's formats take one digit, or a sign).
+fn is_local_date_time(raw: &str) -> bool {
+    let (Some(minutes), Some(seconds)) = (raw.get(..16), raw.get(16..)) else { return false };
+    let minutes_ok = has_shape(minutes, "9999-99-99T99:99") || has_shape(minutes, "9999-99-99 99:99");
+    let seconds_ok = match seconds.split_once('.') {
+        None => seconds.is_empty() || has_shape(seconds, ":99"),
+        Some((whole, fraction)) => {
+            has_shape(whole, ":99") && (1..=9).contains(&fraction.len()) && fraction.bytes().all(|b| b.is_ascii_digit())
+        }
+    };
+    minutes_ok && seconds_ok
 }
 
 /// `(YYYY-MM-DD, HH:MM:SS)` of an instant in `tz`.
@@ -127,7 +144,11 @@ mod tests {
         assert_eq!(at("2026-07-09T08:30:00").as_deref(), Some("2026-07-09T13:30:00.000000Z"));
         assert_eq!(at("2026-07-09 08:30").as_deref(), Some("2026-07-09T13:30:00.000000Z"));
         assert_eq!(at("2026-01-09T08:30:00.5").as_deref(), Some("2026-01-09T14:30:00.500000Z"));
-        for bad in ["", "2026-07-09", "09/07/2026 08:30", "2026-13-01T08:00:00", "soon"] {
+        assert_eq!(at(" 2026-07-09T08:30:00.123456789 ").as_deref(), Some("2026-07-09T13:30:00.123456Z"));
+        // Only the documented shapes: two digits in every field, a fraction of 1 to 9 digits.
+        for bad in ["", "2026-07-09", "09/07/2026 08:30", "2026-13-01T08:00:00", "soon", "2026-7-9T8:30", "2026-07-09T8:30",
+            "+2026-07-09T08:30", "2026- 7-09 08:30", "2026-07-09T08:30:5", "2026-07-09T08:30:00.", "2026-07-09T08:30:00.1234567890",
+            "2026-07-09t08:30", "2026-07-09T08:30é"] {
             assert_eq!(at(bad), None, "{bad}");
         }
     }
