@@ -224,10 +224,20 @@ async fn delete_appointment(State(state): State<AppState>, Writer(caller): Write
     }
     let mut change = Change::begin(&state.db, caller.company_id).await?;
     if_match.verify::<Appointment, _>(&current, store::find(change.tx(), caller.company_id, current.id)).await?;
-    if let Some(row) = store::soft_delete(change.tx(), caller.company_id, current.id, now_micros()).await? {
-        let appointment = Appointment::from(row);
-        change.record("appointment.deleted", Some(appointment.shop_id), &appointment)?;
-        change.commit().await?;
+    // A key with a shop list deletes only in its shops as they are when it writes: the
+    // appointment may have moved to another shop since `visible` read it.
+    match store::soft_delete(change.tx(), caller.company_id, current.id, caller.shops.as_deref(), now_micros()).await? {
+        Some(row) => {
+            let appointment = Appointment::from(row);
+            change.record("appointment.deleted", Some(appointment.shop_id), &appointment)?;
+            change.commit().await?;
+        }
+        None => {
+            let stored = store::find(change.tx(), caller.company_id, current.id).await?;
+            if stored.is_some_and(|row| row.deleted_at.is_none() && !caller.can_see_shop(row.fields.shop_id)) {
+                return Err(ApiError::not_found("Appointment"));
+            }
+        }
     }
     Ok(StatusCode::NO_CONTENT)
 }

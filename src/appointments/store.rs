@@ -190,17 +190,21 @@ fn update_statement(company_id: i64, id: i64, f: &AppointmentFields, unless_chan
     q
 }
 
-/// Soft-deletes an appointment: sets `deleted_at` and `updated_at`. `None` when it was deleted
-/// already (the first time is kept) or does not exist.
-pub async fn soft_delete(tx: &mut Tx, company_id: i64, id: i64, now: i64) -> Result<Option<AppointmentRow>, DbError> {
+/// Soft-deletes an appointment of one of `shops` (`None`: any shop): sets `deleted_at` and
+/// `updated_at`. `None` when it was deleted already (the first time is kept), does not exist,
+/// or is in another shop by now (moved since it was read).
+pub async fn soft_delete(tx: &mut Tx, company_id: i64, id: i64, shops: Option<&[i64]>, now: i64) -> Result<Option<AppointmentRow>, DbError> {
+    let mut q = Query::new("UPDATE appointments SET deleted_at = $3, updated_at = $3 WHERE company_id = $1 AND id = $2 AND deleted_at IS NULL")
+        .bind(company_id)
+        .bind(id)
+        .bind(now);
+    if let Some(shops) = shops {
+        q.push(" AND shop_id IN ").push_in_list(shops);
+    }
     // SQLite's RETURNING cannot see a table alias: the bay subquery names the table.
-    let q = Query::new(format!(
-        "UPDATE appointments SET deleted_at = $3, updated_at = $3 WHERE company_id = $1 AND id = $2 AND deleted_at IS NULL \
-         RETURNING {FIELDS}, (SELECT b.title FROM bays b WHERE b.company_id = appointments.company_id AND b.id = appointments.bay_id) AS column_title"
-    ))
-    .bind(company_id)
-    .bind(id)
-    .bind(now);
+    q.push(&format!(
+        " RETURNING {FIELDS}, (SELECT b.title FROM bays b WHERE b.company_id = appointments.company_id AND b.id = appointments.bay_id) AS column_title"
+    ));
     tx.fetch_optional(&q).await
 }
 

@@ -4,13 +4,14 @@ use serde_json::json;
 
 use crate::{
     appointments::{body, create_customer, create_id},
-    support::{Backend, TestApp},
+    support::{Backend, HeldWrite, TestApp},
 };
 
 crate::backend_tests!(
     delete_keeps_a_read_only_tombstone,
     lists_leave_deleted_out_unless_trashed_asks,
     delete_obeys_roles_scope_and_companies,
+    a_delete_by_a_shop_key_misses_an_appointment_moved_out_of_its_shops,
 );
 
 async fn delete_keeps_a_read_only_tombstone(backend: Backend) {
@@ -113,4 +114,31 @@ async fn delete_obeys_roles_scope_and_companies(backend: Backend) {
     let writer = app.create_key(key, "write", Some(vec![shop])).await;
     assert_eq!(app.delete(&writer, &path).await.status, 204);
     assert!(app.get(key, &path).await.ok()["deleted"].is_string());
+}
+
+/// A key limited to shop A reads the appointment in A, but it moves to shop B before the delete
+/// writes (the test's transaction, committed while the delete waits): the key may not delete in
+/// B, so it gets a 404 and the appointment stays; an unlimited key still deletes it.
+async fn a_delete_by_a_shop_key_misses_an_appointment_moved_out_of_its_shops(backend: Backend) {
+    let app = std::sync::Arc::new(TestApp::spawn(backend).await);
+    let key = &app.admin_key;
+    let a = app.create_shop(key, "A", "UTC").await;
+    let b = app.create_shop(key, "B", "UTC").await;
+    let shop_key = app.create_key(key, "write", Some(vec![a])).await;
+    let id = create_id(&app, key, body(a, "2030-01-07T09:00:00Z")).await;
+    let held = HeldWrite::begin(&app).await;
+    held.lock_row_on_postgres("appointments", app.company_id, id).await;
+    held.run("UPDATE appointments SET shop_id = $1 WHERE company_id = $2 AND id = $3", &[b, app.company_id, id]).await;
+    let delete = {
+        let (app, shop_key) = (app.clone(), shop_key.clone());
+        tokio::spawn(async move { app.delete(&shop_key, &format!("/api/v1/appointments/{id}")).await })
+    };
+    tokio::time::sleep(std::time::Duration::from_millis(400)).await;
+    assert!(!delete.is_finished(), "the delete waits for the row");
+    held.commit().await;
+    delete.await.unwrap().problem(404);
+    let stored = app.get(key, &format!("/api/v1/appointments/{id}")).await;
+    assert_eq!((stored.ok()["shop_id"].clone(), stored.body["deleted"].clone()), (json!(b), json!(null)));
+    assert_eq!(app.delete(key, &format!("/api/v1/appointments/{id}")).await.status, 204);
+    assert!(app.get(key, &format!("/api/v1/appointments/{id}")).await.body["deleted"].is_string());
 }
