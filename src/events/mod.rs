@@ -159,7 +159,8 @@ pub const MAX_LIMIT: i64 = 1000;
 /// The change feed.
 ///
 /// Events of the caller's company (and, with a shop list, of its shops: company-wide events
-/// need a key without one) in commit order. Polling with `after` set to the previous page's
+/// need a key without one; `api_key.*` events an admin key without one, the keys that may read
+/// API keys) in commit order. Polling with `after` set to the previous page's
 /// `next_after` returns every event exactly once, even while several servers commit changes
 /// at the same time. Events are kept 30 days; an `after` older than that answers 410 (read the
 /// lists again, then follow the feed from its newest event).
@@ -231,7 +232,8 @@ impl FeedRequest {
             Some(raw) => scope::shop_filter(&state.db, caller, Some(raw)).await?,
             None => caller.shops.clone().map_or(ShopFilter::All, ShopFilter::Only),
         };
-        Ok(FeedRequest { after, limit, filter: FeedFilter { shops, types } })
+        let key_events = caller.require_company_admin().is_ok();
+        Ok(FeedRequest { after, limit, filter: FeedFilter { shops, types, key_events } })
     }
 }
 

@@ -89,6 +89,9 @@ pub struct FeedFilter {
     pub shops: ShopFilter,
     /// Exact types, or prefixes (`appointment.` for `appointment.*`); empty: every type.
     pub types: Vec<TypeMatch>,
+    /// Whether `api_key.*` events are shown: only to keys that may read API keys (an admin key
+    /// without a shop list), as `GET /api/v1/api_keys`.
+    pub key_events: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -108,6 +111,10 @@ pub async fn page(db: &Db, company_id: i64, after: Position, filter: &FeedFilter
     if let ShopFilter::Only(_) = filter.shops {
         // `shop_id IN (...)` is never true for a company-wide event (no shop).
         filter.shops.push_sql(&mut q, "shop_id");
+    }
+    if !filter.key_events {
+        let key_types: Vec<&str> = super::TYPES.iter().copied().filter(|t| t.starts_with("api_key.")).collect();
+        q.push(" AND type NOT IN ").push_in_list(&key_types);
     }
     if !filter.types.is_empty() {
         q.push(" AND (");

@@ -257,6 +257,19 @@ async fn scoped_keys_see_only_their_shops_events(backend: Backend) {
     let seen = next_events(&app, &scoped, &mut cursor, SHOP_EVENTS + 1).await;
     assert!(seen.iter().all(|e| e["shop_id"] == mine), "{seen:?}");
     assert_eq!(seen.iter().filter(|e| e["type"] == "bay.created").count(), 1);
+
+    // Key records only for keys that may read them (GET /api/v1/api_keys): an admin key without
+    // a shop list. Other unscoped keys see every other company-wide event.
+    for role in ["read", "write"] {
+        let unscoped = app.create_key(key, role, None).await;
+        let mut cursor = None;
+        let seen = next_events(&app, &unscoped, &mut cursor, 2 * SHOP_EVENTS + 2).await;
+        assert!(seen.iter().all(|e| !e["type"].as_str().unwrap().starts_with("api_key.")), "{role}: {seen:?}");
+        let keys = app.get(&unscoped, "/api/v1/events?filter[type]=api_key.*").await;
+        assert_eq!(keys.ok()["data"], json!([]), "{role}");
+    }
+    // The admin's, the scoped, the read and the write key.
+    app.eventually(key, "/api/v1/events?filter[type]=api_key.*", |page| page["data"].as_array().unwrap().len() == 4).await;
 }
 
 /// Appointment creates race on two servers (replicas with their own pools on PostgreSQL, where
