@@ -13,7 +13,10 @@ enters the demo key, and checks, with the browser in a time zone far from the sh
     with 412, the page says someone else changed it and shows the server's state;
   - changes made through the API (a move, a new unassigned appointment, a cancellation) appear on
     the page within two seconds;
-  - the keyboard way (Enter on a block, the dialog's bay picker) saves too;
+  - the keyboard way (Enter on a block, the dialog's bay picker) saves too, for a block off the
+    15-minute grid, and a sideways drag keeps such a block's start;
+  - after the server restarts the stream resumes with Last-Event-ID; a page that had no event yet
+    (no cursor) and lost its stream while a change was made reloads and shows it;
   - at 768 px wide the controls stay on screen and the lanes scroll sideways;
   - the key lives in sessionStorage only, and the browser logged no error.
 
@@ -472,6 +475,10 @@ def run(server, driver, shots):
     e = next(x for x in api.day(shop["shop_id"], today)
              if x["appointment_id"] in shown and x["appointment_id"] not in (a["appointment_id"], b["appointment_id"], c["appointment_id"]) and x["column"] is not None)
     e_target = next(t for t in bays if t["title"] != e["column"])
+    # Off the 15-minute grid (and the time field's old 5-minute step): the editor must still save.
+    off_grid = f"{e['schedule']['time'][:3]}07"
+    e = api.put(api.appointment(e["appointment_id"])[0], date=f"{today}T{off_grid}:00")
+    wait_for("the block off the grid", lambda: (board.block(e["appointment_id"]) or {}).get("start") == off_grid, within=LIVE_WITHIN)
     board.scroll_block_into_view(e["appointment_id"])
     driver.find_element(By.CSS_SELECTOR, f".appt[data-id='{e['appointment_id']}']").send_keys(Keys.ENTER)
     wait_for("the editor", lambda: driver.find_element(By.ID, "editor").is_displayed())
@@ -481,7 +488,29 @@ def run(server, driver, shots):
     driver.find_element(By.ID, "editor-save").send_keys(Keys.ENTER)
     wait_for("the keyboard move in the API", lambda: api.appointment(e["appointment_id"])[0]["column"] == e_target["title"])
     wait_for("focus back on the block", lambda: board.js("return document.activeElement.dataset.id") == str(e["appointment_id"]))
-    step(f"Enter on a block and the editor's bay picker moved appointment {e['appointment_id']} to {e_target['title']}")
+    if api.appointment(e["appointment_id"])[0]["schedule"]["time"][:5] != off_grid:
+        fail(f"the editor's bay change moved the start off {off_grid}: {api.appointment(e['appointment_id'])[0]['schedule']}")
+    step(f"Enter on a block and the editor's bay picker moved appointment {e['appointment_id']} (at {off_grid}) to {e_target['title']}, same start")
+
+    # A sideways drag keeps an off-grid start: only a move in time snaps to the grid.
+    lanes_now = board.lanes()
+    here = [l["key"] for l in lanes_now].index(f"bay:{e_target['id']}")
+    sideways = None
+    for n in (here + 1, here - 1):
+        if 0 <= n < len(lanes_now) and lanes_now[n]["droppable"] and lanes_now[n]["key"].startswith("bay:"):
+            board.scroll_block_into_view(e["appointment_id"])
+            point = board.drop_point(e["appointment_id"], lanes_now[n]["key"])
+            if point:
+                sideways = (lanes_now[n], point)
+                break
+    if not sideways:
+        fail(f"no lane beside {e_target['title']} on screen to drag appointment {e['appointment_id']} to")
+    side, point = sideways
+    board.drag(point)
+    dragged = wait_for("the sideways drag in the API", lambda: (lambda x: x if x["column"] == side["title"] else None)(api.appointment(e["appointment_id"])[0]))
+    if dragged["schedule"]["time"][:5] != off_grid:
+        fail(f"dragging appointment {e['appointment_id']} sideways moved its start from {off_grid} to {dragged['schedule']['time']}")
+    step(f"dragging it sideways to {side['title']} kept its start at {off_grid}")
 
     # The server goes away and comes back: the stream reconnects, resuming with Last-Event-ID.
     if server.proc:
@@ -504,6 +533,29 @@ def run(server, driver, shots):
             fail(f"the stream reconnected without Last-Event-ID: {resumed}")
         browser_errors(driver, "the restart", allowed=["net::ERR_"])
         step(f"after the server was killed and restarted the stream came back with Last-Event-ID ({len(resumed)} attempts) and the board kept updating")
+
+        # A page that has had no event yet has no cursor: when its connection drops and a change is
+        # made before it is back, the new connection starts at the newest event, so the page must
+        # reload what it shows. (The stream is blocked in the browser while the change is made.)
+        driver.refresh()
+        wait_for("the board after a reload", lambda: driver.find_element(By.ID, "live").text == "Live"
+                 and on_screen(board) == expected_blocks(api.day(shop["shop_id"], today), bay_ids), within=15)
+        driver.execute_cdp_cmd("Network.enable", {})
+        driver.execute_cdp_cmd("Network.setBlockedURLs", {"urls": ["*/api/v1/events/stream*"]})
+        server.proc.kill()
+        wait_for("the page to notice the server is gone", lambda: driver.find_element(By.ID, "live").get_attribute("data-state") == "connecting")
+        server.restart()
+        shown = {x["id"]: x for x in board.blocks() if x["lane"] != "unassigned"}
+        g = next(x for x in api.day(shop["shop_id"], today) if x["appointment_id"] in shown and x["column"] != bays[0]["title"])
+        api.put(api.appointment(g["appointment_id"])[0], column=bays[0]["title"])
+        time.sleep(1.5)
+        if (board.block(g["appointment_id"]) or {}).get("bay") == str(bays[0]["id"]):
+            fail("the change reached the page while its stream was blocked")
+        driver.execute_cdp_cmd("Network.setBlockedURLs", {"urls": []})
+        wait_for("the change made while the page had no stream", lambda: (board.block(g["appointment_id"]) or {}).get("bay") == str(bays[0]["id"]), within=25)
+        wait_for("the live stream again", lambda: driver.find_element(By.ID, "live").text == "Live")
+        browser_errors(driver, "the blocked stream", allowed=["net::ERR_"])
+        step("a page that lost its stream before any event reloaded once it was back, and showed the change made meanwhile")
 
     # 768 px wide: the controls stay reachable, the lanes scroll sideways.
     board.viewport(768, 1024)

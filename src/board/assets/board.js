@@ -60,7 +60,7 @@ async function openBoard(key) {
   });
   state.stream = stream;
   // The stream opens first, so nothing committed after the loads below can be missed.
-  await Promise.race([stream.start(), new Promise((r) => setTimeout(r, 3000))]);
+  await stream.start(3000);
   if (state.api !== api) return;
   selectShop(state.shopId, state.date);
 }

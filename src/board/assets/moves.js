@@ -174,8 +174,10 @@ function dropTarget(x, y, d) {
     const lane = lanes.get(laneEl.dataset.laneKey);
     if (!lane || !lane.droppable) return null;
     const length = d.item.end - d.item.start;
-    let minutes = span.start + (y - d.grabY - r.top) / PX_PER_MIN;
-    minutes = Math.round(minutes / SNAP_MIN) * SNAP_MIN;
+    const raw = span.start + (y - d.grabY - r.top) / PX_PER_MIN;
+    // Within half a step of its start the block keeps its time (a move to another lane only,
+    // even off the grid: 10:07 stays 10:07); further away it snaps to the grid.
+    let minutes = Math.abs(raw - d.item.start) < SNAP_MIN / 2 ? d.item.start : Math.round(raw / SNAP_MIN) * SNAP_MIN;
     minutes = Math.max(span.start, Math.min(minutes, Math.max(span.start, span.end - length)));
     return { laneKey: lane.key, column: lane.column, title: lane.title, minutes, laneEl };
   }
@@ -249,7 +251,8 @@ export function openEditor(id, tag) {
   const shop = currentShop();
   const item = state.view?.items.get(id);
   if (!a || !shop || !item) return;
-  state.editing = { id, snapshot: a, tag: tag || safeEtag(a), item };
+  // The time field shows whole minutes: the start changes only if the user changes the field.
+  state.editing = { id, snapshot: a, tag: tag || safeEtag(a), item, shownTime: zone.hhmm(item.start) };
   $("editor-title").textContent = `${nameText(a)} · ${vehicleText(a)}`;
   const details = [
     ["Time", `${zone.clockLabel(item.start)} – ${zone.clockLabel(item.end)} (${a.hours} h)`],
@@ -263,7 +266,7 @@ export function openEditor(id, tag) {
   const lanes = [...state.view.lanes.values()];
   $("editor-bay").replaceChildren(...lanes.map((l) => el("option", { value: l.key, disabled: !l.droppable && l.key !== item.laneKey }, l.inactive ? `${l.title} (inactive)` : l.title)));
   $("editor-bay").value = item.laneKey;
-  $("editor-time").value = zone.hhmm(item.start);
+  $("editor-time").value = state.editing.shownTime;
   $("editor-done").checked = a.done;
   $("editor-error").textContent = "";
   $("editor").showModal();
@@ -283,8 +286,7 @@ export function submitEditor(e) {
     $("editor-error").textContent = "Enter a start time.";
     return;
   }
-  const minutes = zone.minutesOf(time);
-  if (minutes !== item.start) change.minutes = minutes;
+  if (time !== editing.shownTime) change.minutes = zone.minutesOf(time);
   const done = $("editor-done").checked;
   if (done !== snapshot.done) change.done = done;
   closeEditor();

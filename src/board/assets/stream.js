@@ -5,6 +5,9 @@
 
 const RETRY_MIN_MS = 500;
 const RETRY_MAX_MS = 10000;
+// The server sends a keep-alive comment every 15 s: a connection silent for longer than this
+// has died without closing (a laptop asleep, a network change, a proxy dropping it).
+const SILENCE_MS = 40000;
 
 /** Splits a text/event-stream into messages `{id, event, data}`. */
 export class SseParser {
@@ -51,9 +54,11 @@ export class SseParser {
 
 /**
  * A stream that stays open: `onEvent(event)` gets each event object, `onState("live" |
- * "connecting" | "off")` reports the connection, `onReset()` runs when the cursor is older than
- * the server keeps (410): the caller reloads what it shows. `start()` resolves once the first
- * connection is open (or has failed), so the caller can load data after it and miss nothing.
+ * "connecting" | "off")` reports the connection, `onReset()` runs when what the caller shows
+ * may have missed events: a connection opened without a cursor (none came yet, or it was older
+ * than the server keeps: 410) after the caller loaded its data. `start(timeoutMs)` resolves once
+ * the first connection is open, has failed, or the time is up, so the caller can load data
+ * after it; a connection that opens only later makes it reload.
  */
 export class EventStream {
   constructor(api, { query = "", onEvent, onState = () => {}, onReset = () => {} }) {
@@ -65,11 +70,20 @@ export class EventStream {
     this.lastId = null;
     this.controller = null;
     this.stopped = true;
+    // Whether start() has resolved: the caller has loaded (or is loading) its data.
+    this.settled = false;
   }
 
-  start() {
+  start(timeoutMs = 3000) {
     this.stopped = false;
-    return new Promise((resolve) => this.loop(resolve));
+    return new Promise((resolve) => {
+      const settle = () => {
+        this.settled = true;
+        resolve();
+      };
+      setTimeout(settle, timeoutMs);
+      this.loop(settle);
+    });
   }
 
   stop() {
@@ -92,15 +106,19 @@ export class EventStream {
           break;
         }
         if (response.status === 410) {
-          // Our cursor fell out of the retention window: start from now and reload.
+          // Our cursor fell out of the retention window: start from now (and reload, below,
+          // once that connection is open, so nothing committed in between is missed).
           this.lastId = null;
-          this.onReset();
           continue;
         }
         if (!response.ok || !response.body) throw new Error(`event stream answered ${response.status}`);
+        // Without a cursor the server starts at its newest event: whatever changed since the
+        // caller loaded its data, before this connection, would never arrive.
+        const reload = this.lastId === null && this.settled;
         this.onState("live");
         opened();
         delay = RETRY_MIN_MS;
+        if (reload) this.onReset();
         await this.read(response.body);
       } catch (e) {
         if (this.stopped) break;
@@ -127,13 +145,22 @@ export class EventStream {
       this.onEvent(event);
     });
     const reader = body.pipeThrough(new TextDecoderStream()).getReader();
+    const controller = this.controller;
+    let watchdog = null;
+    const arm = () => {
+      clearTimeout(watchdog);
+      watchdog = setTimeout(() => controller.abort(), SILENCE_MS);
+    };
     try {
+      arm();
       for (;;) {
         const { value, done } = await reader.read();
         if (done) return;
+        arm();
         parser.push(value);
       }
     } finally {
+      clearTimeout(watchdog);
       reader.releaseLock();
     }
   }
