@@ -48,7 +48,7 @@ pub fn email() -> Object {
 
 /// A shop's e-mail address or `""`; `null` keeps the stored one.
 pub fn shop_email() -> Object {
-    email_builder().description(Some("An e-mail address, or `\"\"`; `null` or omitted keeps the stored value.")).build()
+    email_builder().max_length(Some(255)).description(Some("An e-mail address, or `\"\"`; `null` or omitted keeps the stored value.")).build()
 }
 
 /// The schema of `T` changed by `edit`: for a documented body that is another body's schema

@@ -73,7 +73,7 @@ pub struct WeekInput {
     #[schema(required, nullable = false)]
     pub shop_id: Option<i64>,
     /// Open intervals; a day without any is closed. An empty list closes the shop all week.
-    #[schema(required, nullable = false)]
+    #[schema(required, nullable = false, max_items = 100)]
     pub hours: Option<Vec<IntervalInput>>,
 }
 
@@ -93,8 +93,16 @@ pub struct IntervalInput {
 /// A validated interval: `(day, open minute, close minute)`.
 pub type Interval = (i64, i64, i64);
 
+/// The most intervals a week holds: far more than any shop opens, few enough that the week's
+/// checks and inserts stay cheap.
+pub const MAX_INTERVALS: usize = 100;
+
 /// Validates a week: each interval well-formed, none overlapping another on the same day.
 pub fn validate_week(hours: Vec<IntervalInput>, errors: &mut FieldErrors) -> Vec<Interval> {
+    if hours.len() > MAX_INTERVALS {
+        errors.add("hours", format!("The hours field may list at most {MAX_INTERVALS} intervals."));
+        return Vec::new();
+    }
     let mut week = Vec::new();
     for (i, interval) in hours.into_iter().enumerate() {
         let day = match interval.day {

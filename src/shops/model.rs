@@ -17,13 +17,19 @@ use super::store::ShopRow;
 pub struct ShopInput {
     #[schema(required, nullable = false, max_length = 255, pattern = r"\S")]
     pub name: Option<String>,
+    #[schema(max_length = 255)]
     pub address: Option<String>,
+    #[schema(max_length = 255)]
     pub city: Option<String>,
+    #[schema(max_length = 255)]
     pub state: Option<String>,
+    #[schema(max_length = 255)]
     pub zip: Option<String>,
+    #[schema(max_length = 255)]
     pub phone: Option<String>,
     #[schema(schema_with = crate::schemas::shop_email)]
     pub email: Option<String>,
+    #[schema(max_length = 255)]
     pub website: Option<String>,
     /// IANA time zone name, e.g. `America/Chicago`. Default `UTC`.
     #[schema(schema_with = timezone_schema)]
@@ -69,15 +75,24 @@ impl ShopInput {
         let name = validate::required_text(&mut errors, "name", self.name).unwrap_or_default();
         // Counted as sent, as the document's `maxLength` counts it; stored trimmed.
         validate::max_len(&mut errors, "name", &name, 255);
+        // The other texts as customers' are: at most 255 characters as sent, stored trimmed; an
+        // omitted one keeps the stored value.
+        let mut text = |field: &str, value: Option<String>, stored: String| match value {
+            Some(v) => {
+                validate::max_len(&mut errors, field, &v, 255);
+                v.trim().to_owned()
+            }
+            None => stored,
+        };
         let fields = ShopFields {
             name: name.trim().to_owned(),
-            address: self.address.unwrap_or(base.address),
-            city: self.city.unwrap_or(base.city),
-            state: self.state.unwrap_or(base.state),
-            zip: self.zip.unwrap_or(base.zip),
-            phone: self.phone.unwrap_or(base.phone),
-            email: self.email.unwrap_or(base.email).trim().to_owned(),
-            website: self.website.unwrap_or(base.website),
+            address: text("address", self.address, base.address),
+            city: text("city", self.city, base.city),
+            state: text("state", self.state, base.state),
+            zip: text("zip", self.zip, base.zip),
+            phone: text("phone", self.phone, base.phone),
+            email: text("email", self.email, base.email),
+            website: text("website", self.website, base.website),
             timezone: self.timezone.unwrap_or(base.timezone),
         };
         validate::email(&mut errors, "email", &fields.email);

@@ -132,6 +132,14 @@ async fn shop_hours_reject_bad_weeks_and_keep_the_old_one(backend: Backend) {
     app.put(key, "/api/v1/settings/shop_hours", json!({"shop_id": shop, "hours": [{"day": "x"}]})).await.invalid("hours.0.day");
     app.put(key, "/api/v1/settings/shop_hours", json!({"shop_id": shop})).await.invalid("hours");
     app.put(key, "/api/v1/settings/shop_hours", json!({"shop_id": 999999, "hours": []})).await.invalid("shop_id");
+    // At most 100 intervals (a hundred one-minute ones fit; a hundred and one do not).
+    let minutes = |n: usize| -> Vec<serde_json::Value> {
+        (0..n).map(|i| json!({"day": i % 7, "open": format!("{:02}:{:02}", i / 7 / 6, i / 7 % 6 * 10), "close": format!("{:02}:{:02}", i / 7 / 6, i / 7 % 6 * 10 + 1)})).collect()
+    };
+    app.put(key, "/api/v1/settings/shop_hours", json!({"shop_id": shop, "hours": minutes(101)})).await.invalid("hours");
+    let full = app.put(key, "/api/v1/settings/shop_hours", json!({"shop_id": 999999, "hours": minutes(100)})).await;
+    full.invalid("shop_id");
+    assert!(full.body["errors"].get("hours").is_none(), "{}", full.body);
     // The old week is untouched.
     let r = app.get(key, &format!("/api/v1/settings/shop_hours?filter[shop_id]={shop}")).await;
     let data = r.ok()["data"].as_array().unwrap();

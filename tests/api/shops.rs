@@ -35,6 +35,20 @@ async fn creates_and_updates_shops_with_validation(backend: Backend) {
     assert_eq!(app.get(key, &format!("/api/v1/shops/{id}")).await.body["timezone"], "America/Chicago");
     app.put(key, "/api/v1/shops/999999", json!({"name": "x"})).await.problem(404);
     app.get(key, "/api/v1/shops/not-a-number").await.problem(404);
+
+    // The other texts: at most 255 characters as sent, stored trimmed.
+    let long = "x".repeat(256);
+    let fields = ["address", "city", "state", "zip", "phone", "website", "email"];
+    let mut body = json!({"name": "North"});
+    for field in fields {
+        body[field] = json!(long);
+    }
+    let r = app.put(key, &format!("/api/v1/shops/{id}"), body).await;
+    for field in fields {
+        r.invalid(field);
+    }
+    let r = app.put(key, &format!("/api/v1/shops/{id}"), json!({"name": "North", "address": " 1 Main St ", "zip": format!(" {} ", "9".repeat(253))})).await;
+    assert_eq!((r.ok()["address"].as_str(), r.body["zip"].as_str()), (Some("1 Main St"), Some("9".repeat(253).as_str())));
 }
 
 async fn lists_the_time_zones_a_shop_accepts(backend: Backend) {
