@@ -124,11 +124,23 @@ async fn create_appointment(
     Writer(caller): Writer,
     JsonBody(mut input): JsonBody<AppointmentInput>,
 ) -> Result<Response, ApiError> {
-    let hold = match input.hold_id {
-        Some(id) => Some(crate::holds::fill_from_hold(&state.db, &caller, &mut input, id).await?),
-        None => None,
+    let (hold, mut errors) = match input.hold_id {
+        Some(id) => {
+            let (held, errors) = crate::holds::fill_from_hold(&state.db, &caller, &mut input, id).await?;
+            (Some(held), errors)
+        }
+        None => (None, crate::error::FieldErrors::default()),
     };
-    let mut valid = validation::validate(&state.db, &state.shops, &caller, input, None).await?;
+    // Every field error of the body at once: the hold's beside the others.
+    let mut valid = match validation::validate(&state.db, &state.shops, &caller, input, None).await {
+        Ok(valid) if errors.is_empty() => valid,
+        Ok(_) => return Err(ApiError::Validation(errors)),
+        Err(ApiError::Validation(others)) => {
+            errors.absorb("", others);
+            return Err(ApiError::Validation(errors));
+        }
+        Err(e) => return Err(e),
+    };
     let mut change = Change::begin(&state.db, caller.company_id).await?;
     if let Some(held) = &hold {
         held.pin(&mut valid);

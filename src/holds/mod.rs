@@ -262,10 +262,11 @@ impl HeldSlot {
 }
 
 /// For `POST /api/v1/appointments` with `hold_id`: fills the omitted `shop_id`, `date`,
-/// `hours` and `column` from the hold, checks the given ones equal the hold's (else 422), and
-/// returns the hold for [`HeldSlot::pin`] and [`consume`]. An unknown hold, or one outside the
-/// key's shops, is a 422 on `hold_id`; one no longer live is a 409.
-pub async fn fill_from_hold(db: &Db, caller: &Caller, input: &mut AppointmentInput, hold_id: i64) -> Result<HeldSlot, ApiError> {
+/// `hours` and `column` from the hold, and returns the hold for [`HeldSlot::pin`] and
+/// [`consume`] with an error for each given one that differs from the hold's (which it then
+/// replaces, so the body's other checks run and report beside them). An unknown hold, or one
+/// outside the key's shops, is a 422 on `hold_id`; one no longer live is a 409.
+pub async fn fill_from_hold(db: &Db, caller: &Caller, input: &mut AppointmentInput, hold_id: i64) -> Result<(HeldSlot, FieldErrors), ApiError> {
     let invalid = || ApiError::invalid("hold_id", "The selected hold_id is invalid.");
     let hold = store::find(db, caller.company_id, hold_id).await?.filter(|h| caller.can_see_shop(h.shop_id)).ok_or_else(invalid)?;
     if hold.state != "held" || hold.expires_at <= now_micros() {
@@ -282,16 +283,19 @@ pub async fn fill_from_hold(db: &Db, caller: &Caller, input: &mut AppointmentInp
     same(e, "date", &mut input.date, start, &|v: &String| parse_schedule(v, tz).map(|t| t.timestamp_micros()) == Some(hold.start_at));
     let title = crate::db::fold_case(&bay.title);
     same(e, "column", &mut input.column, bay.title.clone(), &|v: &String| crate::db::fold_case(v.trim()) == title);
-    errors.into_result()?;
-    Ok(HeldSlot { hold, tz, title: bay.title })
+    Ok((HeldSlot { hold, tz, title: bay.title }, errors))
 }
 
-/// An omitted field takes the hold's value; a given one must match it.
+/// An omitted field takes the hold's value; a given one must match it (else an error, and the
+/// hold's value in its place).
 fn same<T>(errors: &mut FieldErrors, field: &str, patch: &mut Patch<T>, held: T, equal: &dyn Fn(&T) -> bool) {
     match patch {
-        Patch::Missing => *patch = Patch::Value(held),
         Patch::Value(v) if equal(v) => {}
-        _ => errors.add(field, format!("The {field} must equal the hold's (or be omitted).")),
+        Patch::Missing => *patch = Patch::Value(held),
+        _ => {
+            errors.add(field, format!("The {field} must equal the hold's (or be omitted)."));
+            *patch = Patch::Value(held);
+        }
     }
 }
 

@@ -327,6 +327,11 @@ async fn holds_book_once_release_and_expire(backend: Backend) {
     app.post(key, "/api/v1/appointments", booking(json!({"hold_id": first, "hours": 1}))).await.invalid("hours");
     app.post(key, "/api/v1/appointments", body_with(shop, "2030-01-07T09:15:00", json!({"hold_id": first}))).await.invalid("date");
     app.post(key, "/api/v1/appointments", booking(json!({"hold_id": 999_999}))).await.invalid("hold_id");
+    // A mismatch is reported beside the body's other errors, all at once.
+    let r = app.post(key, "/api/v1/appointments", booking(json!({"hold_id": first, "column": "Lift 2", "make": "", "year": "19"}))).await;
+    for field in ["column", "make", "year"] {
+        r.invalid(field);
+    }
     let r = app.post(key, "/api/v1/appointments", bare.clone()).await;
     assert_eq!(r.status, 201, "{}", r.body);
     assert_eq!((r.body["column"].as_str(), r.body["hours"].as_f64()), (Some("Lift 1"), Some(1.5)));
