@@ -12,7 +12,7 @@ use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 
 use crate::{
-    events_recorded::{feed_end, nothing_recorded},
+    events_recorded::{feed_end, nothing_recorded, recorded_since},
     appointments::{body, body_with, create_customer},
     support::{Backend, TestApp},
 };
@@ -21,6 +21,7 @@ crate::backend_tests!(
     single_resources_carry_etags_and_answer_304,
     a_stale_if_match_writes_nothing_on_every_route,
     racing_writers_holding_one_etag_have_one_winner,
+    a_put_and_a_delete_holding_one_etag_have_one_winner,
     etags_change_exactly_when_the_representation_does,
 );
 
@@ -243,6 +244,52 @@ async fn racing_writers_holding_one_etag_have_one_winner(backend: Backend) {
         assert_eq!(winners.len(), 1, "round {round}: exactly one writer wins: {winners:?}");
         assert_eq!(get(&app, &path, &[]).await.json()["reason"], winners[0], "round {round}: the stored value is the winner's");
     }
+}
+
+/// A PUT and a DELETE holding one ETag race through two servers (replicas on PostgreSQL), round
+/// after round on a fresh appointment: one wins. A PUT that wins leaves it live and the DELETE
+/// gets 412; a DELETE that wins leaves a tombstone and the PUT gets 412 (or 409, the tombstone
+/// being read-only); each round records exactly the winner's event.
+async fn a_put_and_a_delete_holding_one_etag_have_one_winner(backend: Backend) {
+    let app = Arc::new(TestApp::spawn(backend).await);
+    let replica = app.spawn_replica().await;
+    let shop = app.create_shop(&app.admin_key, "Race", "America/Chicago").await;
+    let mut wins = [0; 2];
+    for round in 0..12 {
+        let id = crate::appointments::create_id(&app, &app.admin_key, body(shop, "2030-01-07T09:00:00-06:00")).await;
+        let path = format!("/api/v1/appointments/{id}");
+        let mut cursor = feed_end(&app, &app.admin_key).await;
+        let tag = get(&app, &path, &[]).await.etag();
+        let (put_base, delete_base) = if round % 2 == 0 { (app.base.clone(), replica.clone()) } else { (replica.clone(), app.base.clone()) };
+        let b = body_with(shop, "2030-01-07T09:00:00-06:00", json!({"reason": format!("round {round}")}));
+        let put = app.client.put(format!("{put_base}{path}")).bearer_auth(&app.admin_key).header("if-match", &tag).json(&b);
+        let delete = app.client.delete(format!("{delete_base}{path}")).bearer_auth(&app.admin_key).header("if-match", &tag);
+        // Each sent first in turn.
+        let statuses = if round % 4 < 2 {
+            crate::support::together(vec![put, delete]).await
+        } else {
+            let s = crate::support::together(vec![delete, put]).await;
+            vec![s[1], s[0]]
+        };
+        let stored = get(&app, &path, &[]).await.json();
+        let winner = match (statuses[0], statuses[1]) {
+            (200, 412) => {
+                assert!(stored["deleted"].is_null() && stored["reason"] == format!("round {round}"), "round {round}: {stored}");
+                wins[0] += 1;
+                "appointment.updated"
+            }
+            (409 | 412, 204) => {
+                assert!(stored["deleted"].is_string() && stored["reason"] != format!("round {round}"), "round {round}: {stored}");
+                wins[1] += 1;
+                "appointment.deleted"
+            }
+            other => panic!("round {round}: one must win, the other be refused: {other:?}"),
+        };
+        let recorded = recorded_since(&app, &app.admin_key, &mut cursor).await;
+        let types: Vec<&str> = recorded.iter().map(|e| e["type"].as_str().unwrap()).collect();
+        assert_eq!(types, [winner], "round {round}: exactly the winner's event");
+    }
+    eprintln!("PUT won {} rounds, DELETE {}", wins[0], wins[1]);
 }
 
 #[derive(Debug, Clone)]

@@ -58,36 +58,43 @@ async fn next_events(app: &TestApp, key: &str, cursor: &mut Option<String>, n: u
     got
 }
 
-/// Asserts that nothing was recorded after `cursor`, and moves it past a sentinel: a read key is
-/// created, and its event must be the next one. The feed is in commit order, so an event a
-/// refused write recorded would come before the sentinel's (waiting for a count of none could
-/// stop before a late event shows).
-pub(crate) async fn nothing_recorded(app: &TestApp, key: &str, cursor: &mut Option<String>, after: &str) {
-    let sentinel = app.post(key, "/api/v1/api_keys", json!({"name": "sentinel", "role": "read"})).await.ok()["id"].clone();
-    let events = next_events(app, key, cursor, 1).await;
-    assert_eq!(events[0]["type"], "api_key.created", "{after} recorded {}", events[0]);
-    assert_eq!(events[0]["data"]["id"], sentinel, "{after} recorded {}", events[0]);
-}
-
-/// A cursor past every event recorded so far (see [`nothing_recorded`]).
-pub(crate) async fn feed_end(app: &TestApp, key: &str) -> Option<String> {
+/// The events recorded after `cursor`, up to a sentinel this writes (a read key is created),
+/// and `cursor` moved past it. The feed is in commit order, so every change committed before
+/// the sentinel is among them (waiting for a count instead could stop before a late event).
+pub(crate) async fn recorded_since(app: &TestApp, key: &str, cursor: &mut Option<String>) -> Vec<Value> {
     let sentinel = app.post(key, "/api/v1/api_keys", json!({"name": "sentinel", "role": "read"})).await.ok()["id"].clone();
     let deadline = Instant::now() + Duration::from_secs(10);
-    let mut cursor: Option<String> = None;
+    let mut before = Vec::new();
     loop {
         let path = cursor.as_deref().map_or("/api/v1/events?limit=1000".to_owned(), |after| format!("/api/v1/events?limit=1000&after={after}"));
         let r = app.get(key, &path).await;
         let data = r.ok()["data"].as_array().unwrap().clone();
-        cursor = r.body["next_after"].as_str().map(str::to_owned).or(cursor);
-        if data.iter().any(|e| e["type"] == "api_key.created" && e["data"]["id"] == sentinel) {
-            assert_eq!(data.last().unwrap()["data"]["id"], sentinel, "nothing is written meanwhile");
-            return cursor;
+        *cursor = r.body["next_after"].as_str().map(str::to_owned).or(cursor.take());
+        for event in &data {
+            if event["type"] == "api_key.created" && event["data"]["id"] == sentinel {
+                assert_eq!(data.last(), Some(event), "nothing is written after the sentinel");
+                return before;
+            }
+            before.push(event.clone());
         }
         assert!(Instant::now() < deadline, "the sentinel never showed in the feed");
         if data.is_empty() {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }
+}
+
+/// Asserts that nothing was recorded after `cursor` (see [`recorded_since`]).
+pub(crate) async fn nothing_recorded(app: &TestApp, key: &str, cursor: &mut Option<String>, after: &str) {
+    let recorded = recorded_since(app, key, cursor).await;
+    assert!(recorded.is_empty(), "{after} recorded {recorded:?}");
+}
+
+/// A cursor past every event recorded so far (see [`recorded_since`]).
+pub(crate) async fn feed_end(app: &TestApp, key: &str) -> Option<String> {
+    let mut cursor = None;
+    recorded_since(app, key, &mut cursor).await;
+    cursor
 }
 
 /// The one event a write recorded: its type, shop and data (checked against `get_path`).
