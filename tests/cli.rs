@@ -212,6 +212,11 @@ async fn backup_copies_a_database_while_a_server_writes_to_it() {
     assert!(missing.is_empty(), "acknowledged before the backup but not in it: {missing:?}");
     let total = acked.lock().unwrap().len();
     assert!(stored.len() < total || during == 0, "the copy is a snapshot: {} of {total} bays", stored.len());
+    // One moment of the database: each bay and its `bay.created` event commit together, so a
+    // copy torn between the two tables would hold one without the other.
+    let mut stmt = conn.prepare("SELECT CAST(json_extract(data, '$.id') AS INTEGER) FROM events WHERE type = 'bay.created'").unwrap();
+    let announced: std::collections::HashSet<i64> = stmt.query_map([], |r| r.get(0)).unwrap().map(Result::unwrap).collect();
+    assert_eq!(announced, stored, "the copy's bays and their events are of one moment");
     eprintln!("backup: {} bays acknowledged before, {during} during, copy holds {}", before.len(), stored.len());
 
     let again = Command::new(binary()).args(["backup", "--database-url", &url, "--to"]).arg(&copy).output().unwrap();
