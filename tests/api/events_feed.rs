@@ -19,6 +19,7 @@ use crate::support::{Backend, TestApp};
 
 crate::backend_tests!(
     concurrent_writers_never_make_the_feed_skip_or_repeat,
+    a_reader_polling_while_three_servers_create_sees_each_creation_once,
     feed_parameters_are_checked,
     retention_deletes_old_events_and_their_cursors_answer_410,
 );
@@ -187,4 +188,85 @@ async fn retention_deletes_old_events_and_their_cursors_answer_410(backend: Back
     }
     let (after_kept, _) = read_page(&app, key, Some(&ids[2]), 100).await;
     assert_eq!(after_kept.len(), 1, "a cursor inside the window still works");
+}
+
+/// The feed's promise over the real write path: three servers (replicas on PostgreSQL, each with
+/// its own pool, sending a create and its event as one statement or sharing statements between
+/// requests) take 150 creates at once, a third of them keyed and sent to two servers, while a
+/// reader polls a fourth with small, changing page sizes. The reader sees every creation's event
+/// exactly once, ids only rising, and what it saw is what one read of the whole feed shows.
+async fn a_reader_polling_while_three_servers_create_sees_each_creation_once(backend: Backend) {
+    const CREATES: usize = 150;
+    let config = autoshop::config::AppConfig { rate_limit: 0.0, ..crate::support::test_config() };
+    let app = Arc::new(TestApp::spawn_with(backend, config.clone()).await);
+    let servers = vec![app.base.clone(), app.spawn_replica_with(config.clone()).await, app.spawn_replica_with(config.clone()).await];
+    let reader_base = app.spawn_replica_with(config).await;
+    let shop = app.create_shop(&app.admin_key, "Busy", "UTC").await;
+    app.create_bay(&app.admin_key, shop, "Lift", 0).await;
+
+    let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let reader = {
+        let (app, done, base) = (app.clone(), done.clone(), reader_base.clone());
+        tokio::spawn(async move {
+            let (mut seen, mut after, mut rng) = (Vec::<Value>::new(), None::<String>, 0x9e37_79b9_7f4a_7c15u64);
+            let deadline = Instant::now() + Duration::from_secs(60);
+            loop {
+                let limit = next(&mut rng) % 9 + 1;
+                let path = match &after {
+                    Some(a) => format!("{base}/api/v1/events?after={a}&limit={limit}&filter[type]=appointment.created"),
+                    None => format!("{base}/api/v1/events?limit={limit}&filter[type]=appointment.created"),
+                };
+                let page: Value = app.client.get(&path).bearer_auth(&app.admin_key).send().await.unwrap().json().await.unwrap();
+                let data = page["data"].as_array().unwrap_or_else(|| panic!("{page}"));
+                seen.extend(data.iter().cloned());
+                after = page["next_after"].as_str().map(str::to_owned).or(after);
+                let finished = done.load(std::sync::atomic::Ordering::SeqCst);
+                if finished && seen.len() >= CREATES {
+                    return seen;
+                }
+                assert!(Instant::now() < deadline, "the reader saw {} of {CREATES} creations", seen.len());
+                if data.is_empty() {
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                }
+            }
+        })
+    };
+
+    let mut creates = Vec::new();
+    for n in 0..CREATES {
+        let mut b = crate::appointments::body(shop, &format!("2030-03-{:02}T10:00:00Z", n % 28 + 1));
+        b["last_name"] = json!(format!("Feed{n}"));
+        if n % 4 == 0 {
+            b["column"] = json!("Lift");
+        }
+        let keyed = n % 3 == 0;
+        let bases = if keyed { vec![servers[n % 3].clone(), servers[(n + 1) % 3].clone()] } else { vec![servers[n % 3].clone()] };
+        for base in bases {
+            let (app, b) = (app.clone(), b.clone());
+            creates.push(tokio::spawn(async move {
+                let mut post = app.client.post(format!("{base}/api/v1/appointments")).bearer_auth(&app.admin_key).json(&b);
+                if keyed {
+                    post = post.header("idempotency-key", format!("feed-{n}"));
+                }
+                let r = post.send().await.unwrap();
+                assert_eq!(r.status(), 201);
+                r.json::<Value>().await.unwrap()["appointment_id"].as_i64().unwrap()
+            }));
+        }
+    }
+    let mut ids = BTreeSet::new();
+    for c in creates {
+        ids.insert(c.await.unwrap());
+    }
+    assert_eq!(ids.len(), CREATES, "a keyed repeat answers the same appointment");
+    done.store(true, std::sync::atomic::Ordering::SeqCst);
+    let seen = reader.await.unwrap();
+
+    let event_ids: Vec<&str> = seen.iter().map(|e| e["id"].as_str().unwrap()).collect();
+    assert!(event_ids.windows(2).all(|w| w[0] < w[1]), "ids only rise, none twice");
+    let appointments: Vec<i64> = seen.iter().map(|e| e["data"]["appointment_id"].as_i64().unwrap()).collect();
+    assert_eq!(appointments.len(), CREATES, "one event per creation, none more");
+    assert_eq!(appointments.iter().copied().collect::<BTreeSet<_>>(), ids, "every creation's event");
+    let whole = app.get(&app.admin_key, "/api/v1/events?limit=1000&filter[type]=appointment.created").await;
+    assert_eq!(whole.ok()["data"].as_array().unwrap(), &seen, "the polled feed is the feed");
 }
