@@ -193,6 +193,28 @@ async fn gone_disables_and_failures_give_up(backend: Backend) {
     app.create_bay(key, shop, "Lift 3", 2).await;
     let got = gone.wait_for(2, 30).await;
     assert_eq!(got[1].body["data"]["title"], "Lift 3");
+
+    // Failing for 3 days: the next failed attempt turns it off, and nothing more is sent.
+    let three_days_ago = autoshop::db::now_micros() - 3 * 86_400_000_000 - 1_000_000;
+    let age = Query::new("UPDATE webhooks SET failing_since = $1 WHERE company_id = $2 AND id = $3").bind(three_days_ago).bind(app.company_id).bind(failing_id);
+    assert_eq!(app.db.execute(&age).await.unwrap(), 1);
+    let before = failing.received().len();
+    app.create_bay(key, shop, "Lift 4", 3).await;
+    failing.wait_for(before + 1, 30).await;
+    eventually(&app, &format!("/api/v1/webhooks/{failing_id}"), |b| b["enabled"] == false).await;
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    let after_off = failing.received().len();
+    app.create_bay(key, shop, "Lift 5", 4).await;
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    assert_eq!(failing.received().len(), after_off, "a webhook turned off after 3 days of failures gets nothing");
+
+    // On again: the failure clock starts over, so a failed delivery leaves it on.
+    let r = app.put(key, &format!("/api/v1/webhooks/{failing_id}"), json!({"url": failing.url, "events": ["bay.*"], "enabled": true})).await;
+    assert_eq!(r.ok()["enabled"], true);
+    app.create_bay(key, shop, "Lift 6", 5).await;
+    failing.wait_for(after_off + 4, 30).await;
+    eventually(&app, &format!("/api/v1/webhooks/{failing_id}/deliveries"), |b| b["data"][0]["state"] == "failed").await;
+    assert_eq!(app.get(key, &format!("/api/v1/webhooks/{failing_id}")).await.body["enabled"], true, "the clock restarted when it was turned on");
 }
 
 async fn test_ping_and_private_addresses_at_delivery(backend: Backend) {
