@@ -7,7 +7,7 @@ import { Api, keyStore, q } from "./api.js";
 import { $, alertMessage, el } from "./dom.js";
 import { closeEditor, endDrag, onPointerDown, openEditor, submitEditor } from "./moves.js";
 import { EventStream } from "./stream.js";
-import { applyAppointment, currentShop, state } from "./state.js";
+import { applyAppointment, currentShop, noteVersion, state } from "./state.js";
 import { render, scheduleRender } from "./view.js";
 import * as zone from "./zone.js";
 
@@ -130,7 +130,7 @@ async function loadDay() {
   try {
     const list = await state.api.all(`/api/v1/appointments?filter%5Bshop_id%5D=${shopId}&filter%5Bdate%5D=${date}&sort=date`);
     if (gen !== state.loadGen) return;
-    state.appointments = new Map(list.map((a) => [a.appointment_id, a]));
+    state.appointments = new Map(list.filter(noteVersion).map((a) => [a.appointment_id, a]));
     // Events that arrived while the list was read: the stream is ordered, so replaying them
     // leaves each appointment at its latest state.
     for (const a of state.bufferedEvents) applyAppointment(a, false);

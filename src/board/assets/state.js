@@ -13,6 +13,8 @@ export const state = {
   date: null,
   /** The day's live appointments, by id, exactly as the API shows them. */
   appointments: new Map(),
+  /** id -> the latest `updated_at` seen, on the day or off it: an older copy is never shown. */
+  versions: new Map(),
   /** id -> {json, etag}: the ETag of the representation `json` (for If-Match). */
   etags: new Map(),
   /** id -> {laneKey, minutes, done}: where a block is shown while its save runs. */
@@ -46,8 +48,21 @@ export function currentShop() {
   return state.shops.find((s) => s.shop_id === state.shopId) || null;
 }
 
+/**
+ * Notes `a`'s version; false when a newer one was seen already (a save's answer or a GET that
+ * arrives after the event of a later change must not bring the older state back).
+ */
+export function noteVersion(a) {
+  const seen = state.versions.get(a.appointment_id);
+  // Fixed-width UTC timestamps: text order is time order.
+  if (seen && a.updated_at && a.updated_at < seen) return false;
+  if (a.updated_at) state.versions.set(a.appointment_id, a.updated_at);
+  return true;
+}
+
 /** Puts the latest representation of an appointment on (or off) the day shown. */
 export function applyAppointment(a, highlight) {
+  if (!noteVersion(a)) return;
   const id = a.appointment_id;
   const before = state.appointments.get(id);
   const shown = a.shop_id === state.shopId && a.schedule.date === state.date && !a.deleted;
