@@ -1,6 +1,6 @@
 //! Availability and slot holds (decisions §14).
 
-use std::sync::Arc;
+use std::{collections::BTreeSet, sync::Arc};
 
 use serde_json::{Value, json};
 
@@ -20,6 +20,7 @@ crate::backend_tests!(
     a_bay_with_holds_stays_in_its_shop,
     an_expired_hold_does_not_keep_its_bay,
     a_hold_and_a_move_of_its_bay_never_both_succeed,
+    a_keyed_hold_sent_to_three_servers_holds_once,
 );
 
 const HOUR: i64 = 3_600_000_000;
@@ -505,4 +506,51 @@ async fn a_hold_and_a_move_of_its_bay_never_both_succeed(backend: Backend) {
     let free_at_nine = slots(r.ok()).into_iter().find(|(start, _, _)| *start == nine).map_or(Vec::new(), |slot| slot.2);
     assert_eq!(free_at_nine.len() as u64, moved_bays, "every moved bay is free at 09:00 in its new shop: {free_at_nine:?}");
     eprintln!("{backend:?}: the hold won {holds_won} of 24 rounds");
+}
+
+/// A booking site retries a hold with its Idempotency-Key three times at once: every answer is
+/// the one hold (or "still running"), on a shop of one bay, so a second hold would have needed the
+/// bay the first took. On PostgreSQL through three replicas, which do not see each other's
+/// running requests: the repeats run, and answer the first's hold. On SQLite through the one
+/// server a database file has (docs/scaling.md), whose claims see every running request;
+/// two test servers on one file would share its writer but not their claims, which no
+/// deployment does.
+async fn a_keyed_hold_sent_to_three_servers_holds_once(backend: Backend) {
+    let config = autoshop::config::AppConfig { rate_limit: 0.0, ..crate::support::test_config() };
+    let app = TestApp::spawn_with(backend, config.clone()).await;
+    let servers = match backend {
+        Backend::Postgres => [app.base.clone(), app.spawn_replica_with(config.clone()).await, app.spawn_replica_with(config).await],
+        Backend::Sqlite => [app.base.clone(), app.base.clone(), app.base.clone()],
+    };
+    let shop = open_shop(&app, "UTC", 1).await;
+    for round in 0..10 {
+        let body = json!({"shop_id": shop, "date": format!("2030-02-{:02}T09:00:00Z", round + 1), "hours": 1});
+        let sends: Vec<_> = servers
+            .iter()
+            .map(|base| {
+                let request = app.client.post(format!("{base}/api/v1/holds")).bearer_auth(&app.admin_key).header("idempotency-key", format!("hold-{round}")).json(&body);
+                tokio::spawn(async move {
+                    let r = request.send().await.unwrap();
+                    (r.status().as_u16(), r.json::<Value>().await.unwrap())
+                })
+            })
+            .collect();
+        let mut holds = BTreeSet::new();
+        for send in sends {
+            let (status, answer) = send.await.unwrap();
+            match status {
+                201 => {
+                    holds.insert(answer["hold_id"].as_i64().unwrap());
+                }
+                // A repeat that came while the first ran on the same server.
+                409 if answer["detail"].as_str().unwrap_or_default().contains("still running") => {}
+                other => panic!("round {round}: {other} {answer}"),
+            }
+        }
+        assert_eq!(holds.len(), 1, "round {round}: one hold for one key: {holds:?}");
+        app.post(&app.admin_key, "/api/v1/holds", body.clone()).await.problem(409);
+        let replay = app.client.post(format!("{}/api/v1/holds", servers[round % 3])).bearer_auth(&app.admin_key).header("idempotency-key", format!("hold-{round}")).json(&body).send().await.unwrap();
+        assert_eq!(replay.status(), 201);
+        assert_eq!(replay.json::<Value>().await.unwrap()["hold_id"].as_i64(), holds.first().copied(), "round {round}: the replay is the hold");
+    }
 }
