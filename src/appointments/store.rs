@@ -171,9 +171,18 @@ pub fn update_unless_changed(company_id: i64, id: i64, read: &AppointmentFields,
     update_statement(company_id, id, f, Some(read))
 }
 
+/// An appointment's new `updated_at` (`$3` the writer's clock): later than the one it has, so
+/// the stamps of one appointment only rise in commit order, though a change is stamped before it
+/// waits for the row (or the writer), and replicas' clocks differ. Clients (the board, syncs by
+/// `filter[updated_date]`) may then take the higher stamp as the newer state.
+const NEXT_UPDATED_AT: &str = "CASE WHEN updated_at >= $3 THEN updated_at + 1 ELSE $3 END";
+
 fn update_statement(company_id: i64, id: i64, f: &AppointmentFields, unless_changed_from: Option<&AppointmentFields>) -> Query {
     let sets: Vec<String> = WRITE_COLUMNS.split(',').enumerate().map(|(i, c)| format!("{} = ${}", c.trim(), i + 4)).collect();
-    let q = Query::new(format!("UPDATE appointments SET updated_at = $3, {} WHERE company_id = $1 AND id = $2 AND deleted_at IS NULL", sets.join(", ")))
+    let q = Query::new(format!(
+        "UPDATE appointments SET updated_at = {NEXT_UPDATED_AT}, {} WHERE company_id = $1 AND id = $2 AND deleted_at IS NULL",
+        sets.join(", ")
+    ))
         .bind(company_id)
         .bind(id)
         .bind(now_micros());
@@ -194,7 +203,9 @@ fn update_statement(company_id: i64, id: i64, f: &AppointmentFields, unless_chan
 /// `updated_at`. `None` when it was deleted already (the first time is kept), does not exist,
 /// or is in another shop by now (moved since it was read).
 pub async fn soft_delete(tx: &mut Tx, company_id: i64, id: i64, shops: Option<&[i64]>, now: i64) -> Result<Option<AppointmentRow>, DbError> {
-    let mut q = Query::new("UPDATE appointments SET deleted_at = $3, updated_at = $3 WHERE company_id = $1 AND id = $2 AND deleted_at IS NULL")
+    let mut q = Query::new(format!(
+        "UPDATE appointments SET deleted_at = {NEXT_UPDATED_AT}, updated_at = {NEXT_UPDATED_AT} WHERE company_id = $1 AND id = $2 AND deleted_at IS NULL"
+    ))
         .bind(company_id)
         .bind(id)
         .bind(now);

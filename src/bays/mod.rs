@@ -83,8 +83,12 @@ async fn update_bay(State(state): State<AppState>, Admin(caller): Admin, put: Re
     // nor a move committed meanwhile strands anything. Before If-Match, which locks the bay:
     // `move_blocked` locks the bay's expired holds before the bay, as a hold's writer does (and
     // a 422 comes before a 412).
-    if store::move_blocked(change.tx(), caller.company_id, current.id, fields.shop_id, now_micros()).await? {
-        return Err(ApiError::invalid("shop_id", "This bay has appointments or holds; it cannot move to another shop."));
+    match store::move_blocked(change.tx(), caller.company_id, current.id, fields.shop_id, now_micros()).await? {
+        store::Move::Blocked => return Err(ApiError::invalid("shop_id", "This bay has appointments or holds; it cannot move to another shop.")),
+        // Moved meanwhile to a shop this key may not see: it may not take the bay from there.
+        store::Move::From(shop) if !caller.can_see_shop(shop) => return Err(ApiError::not_found("Bay")),
+        store::Move::Gone => return Err(ApiError::not_found("Bay")),
+        store::Move::Stays | store::Move::From(_) => {}
     }
     if_match.verify::<Bay, _>(&current, store::find(change.tx(), caller.company_id, current.id)).await?;
     let bay = Bay::from(

@@ -76,7 +76,7 @@ pub async fn update(tx: &mut Tx, company_id: i64, id: i64, f: &BayFields) -> Res
     tx.fetch_optional(&f.bind(q).bind(now_micros())).await
 }
 
-/// Whether a move of the bay to `to_shop` would strand something of its shop: an appointment
+/// Whether the bay can move to `to_shop` ([`Move`]), or would strand something of its shop: an appointment
 /// (deleted ones keep their bay) or a live hold. The bay's shop is read with its row locked
 /// (PostgreSQL; SQLite's writer runs one change at a time), not taken from a read before the
 /// transaction: a move committed meanwhile would make this PUT a move, or a move from another
@@ -86,7 +86,7 @@ pub async fn update(tx: &mut Tx, company_id: i64, id: i64, f: &BayFields) -> Res
 /// The lock makes a hold committed before visible here, and one after see the new shop. (A
 /// rare admin check: it walks the shop's appointments through the `(company_id, shop_id, ...)`
 /// index.)
-pub async fn move_blocked(tx: &mut Tx, company_id: i64, bay_id: i64, to_shop: i64, now: i64) -> Result<bool, DbError> {
+pub async fn move_blocked(tx: &mut Tx, company_id: i64, bay_id: i64, to_shop: i64, now: i64) -> Result<Move, DbError> {
     // Expired holds first, in id order, then the bay: the order a hold's writer locks them in
     // (`holds::store::retire_expired`, then `lock_bay`), so the two wait, never deadlock.
     let mut pick = Query::new("SELECT id FROM holds WHERE company_id = $1 AND bay_id = $2 AND state = 'held' AND expires_at <= $3 ORDER BY id");
@@ -101,9 +101,9 @@ pub async fn move_blocked(tx: &mut Tx, company_id: i64, bay_id: i64, to_shop: i6
     tx.execute(&retire).await?;
     tx.lock_row("bays", company_id, bay_id).await?;
     let shop = Query::new("SELECT shop_id FROM bays WHERE company_id = $1 AND id = $2").bind(company_id).bind(bay_id);
-    let Some((from_shop,)) = tx.fetch_optional::<(i64,)>(&shop).await? else { return Ok(false) };
+    let Some((from_shop,)) = tx.fetch_optional::<(i64,)>(&shop).await? else { return Ok(Move::Gone) };
     if from_shop == to_shop {
-        return Ok(false);
+        return Ok(Move::Stays);
     }
     let q = Query::new(
         "SELECT id FROM appointments WHERE company_id = $1 AND shop_id = $2 AND bay_id = $3 \
@@ -112,5 +112,16 @@ pub async fn move_blocked(tx: &mut Tx, company_id: i64, bay_id: i64, to_shop: i6
     .bind(company_id)
     .bind(from_shop)
     .bind(bay_id);
-    Ok(tx.fetch_optional::<(i64,)>(&q).await?.is_some())
+    Ok(if tx.fetch_optional::<(i64,)>(&q).await?.is_some() { Move::Blocked } else { Move::From(from_shop) })
+}
+
+/// What [`move_blocked`] found.
+pub enum Move {
+    /// The bay is in the shop the PUT names.
+    Stays,
+    /// The bay may leave this shop.
+    From(i64),
+    /// It cannot: something of its shop uses it.
+    Blocked,
+    Gone,
 }

@@ -60,10 +60,11 @@ async fn put_hours(State(state): State<AppState>, Admin(caller): Admin, JsonBody
 /// since `shop` was read would otherwise leave the answer and the event in the old zone.
 pub async fn replace_week(change: &mut Change, shop: &ShopRow, week: &[model::Interval]) -> Result<Vec<HoursRecord>, ApiError> {
     let company_id = change.company_id();
-    let shop = crate::shops::store::find(crate::db::Reader::Locked(change.tx()), company_id, shop.id)
-        .await?
-        .ok_or_else(|| ApiError::not_found("Shop"))?;
+    // The week first: its lock on the shop's row (`FOR NO KEY UPDATE`, which a zone change's
+    // update waits for, and which leaves inserts that point at the shop alone), then the shop
+    // read by a statement of its own, which sees a zone committed before the lock was granted.
     store::replace_week(change.tx(), company_id, shop.id, week).await?;
+    let shop = crate::shops::store::find(change.tx(), company_id, shop.id).await?.ok_or_else(|| ApiError::not_found("Shop"))?;
     let now = chrono::Utc::now();
     let data: Vec<HoursRecord> = week.iter().map(|(day, open, close)| HoursRecord::new(shop.id, shop.tz(), *day, *open, *close, now)).collect();
     change.record("shop_hours.updated", Some(shop.id), &data)?;

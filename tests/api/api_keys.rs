@@ -312,6 +312,7 @@ async fn a_key_revoked_while_it_creates_a_key_creates_none(backend: Backend) {
         tokio::spawn(async move { app.post(&doomed, "/api/v1/api_keys", json!({"name": "heir", "role": "admin"})).await })
     };
     tokio::time::sleep(std::time::Duration::from_millis(400)).await;
+    assert!(!create.is_finished(), "the create waits for its key's row");
     held.commit().await;
     create.await.unwrap().problem(401);
     let after = app.get(&app.admin_key, "/api/v1/api_keys?pageSize=100").await;

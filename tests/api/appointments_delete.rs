@@ -12,6 +12,7 @@ crate::backend_tests!(
     lists_leave_deleted_out_unless_trashed_asks,
     delete_obeys_roles_scope_and_companies,
     a_delete_by_a_shop_key_misses_an_appointment_moved_out_of_its_shops,
+    updated_at_only_rises_whatever_the_writers_clock_says,
 );
 
 async fn delete_keeps_a_read_only_tombstone(backend: Backend) {
@@ -141,4 +142,25 @@ async fn a_delete_by_a_shop_key_misses_an_appointment_moved_out_of_its_shops(bac
     assert_eq!((stored.ok()["shop_id"].clone(), stored.body["deleted"].clone()), (json!(b), json!(null)));
     assert_eq!(app.delete(key, &format!("/api/v1/appointments/{id}")).await.status, 204);
     assert!(app.get(key, &format!("/api/v1/appointments/{id}")).await.body["deleted"].is_string());
+}
+
+/// A change stamped by a clock behind the last one (another replica's, or a change that waited
+/// for the row) still gets a later `updated_at`, so the higher stamp is always the newer state:
+/// here the stored stamp is a day ahead, as if a replica's clock had been.
+async fn updated_at_only_rises_whatever_the_writers_clock_says(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let key = &app.admin_key;
+    let shop = app.create_shop(key, "Clocks", "UTC").await;
+    let id = create_id(&app, key, body(shop, "2030-01-07T09:00:00Z")).await;
+    let ahead = autoshop::db::now_micros() + 86_400_000_000;
+    let q = autoshop::db::Query::new("UPDATE appointments SET updated_at = $1 WHERE company_id = $2 AND id = $3").bind(ahead).bind(app.company_id).bind(id);
+    assert_eq!(app.db.execute(&q).await.unwrap(), 1);
+    let stamp = |v: &serde_json::Value| chrono::DateTime::parse_from_rfc3339(v.as_str().unwrap()).unwrap().timestamp_micros();
+    let path = format!("/api/v1/appointments/{id}");
+    let put = app.put(key, &path, body(shop, "2030-01-07T10:00:00Z")).await;
+    assert_eq!(stamp(&put.ok()["updated_at"]), ahead + 1, "{}", put.body);
+    assert_eq!(app.delete(key, &path).await.status, 204);
+    let deleted = app.get(key, &path).await;
+    assert_eq!(stamp(&deleted.ok()["updated_at"]), ahead + 2);
+    assert_eq!(deleted.body["deleted"], deleted.body["updated_at"], "deleted and updated_at are one instant");
 }

@@ -184,4 +184,21 @@ async fn a_move_is_checked_on_the_shop_the_bay_has_when_it_writes(backend: Backe
     back.await.unwrap().invalid("shop_id");
     assert_eq!(app.get(key, &format!("/api/v1/bays/{bay}")).await.body["shop_id"], b);
     assert_eq!(app.get(key, &format!("/api/v1/appointments/{appointment}")).await.body["column"], "Lift");
+
+    // A key limited to shop A read the bay there; moved meanwhile to a shop the key cannot see,
+    // the bay is not the key's to take back.
+    let c = app.create_shop(key, "C", "UTC").await;
+    let spare = app.create_bay(key, a, "Spare", 1).await;
+    let a_admin = app.create_key(key, "admin", Some(vec![a])).await;
+    let held = HeldWrite::begin(&app).await;
+    held.run("UPDATE bays SET shop_id = $1 WHERE company_id = $2 AND id = $3", &[c, app.company_id, spare]).await;
+    let back = {
+        let (app, a_admin) = (app.clone(), a_admin.clone());
+        tokio::spawn(async move { app.put(&a_admin, &format!("/api/v1/bays/{spare}"), json!({"shop_id": a, "title": "Spare"})).await })
+    };
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert!(!back.is_finished(), "the PUT waits for the bay");
+    held.commit().await;
+    back.await.unwrap().problem(404);
+    assert_eq!(app.get(key, &format!("/api/v1/bays/{spare}")).await.body["shop_id"], c);
 }

@@ -254,6 +254,7 @@ async fn shop_hours_are_answered_in_the_zone_the_shop_has_when_they_are_written(
         tokio::spawn(async move { app.put(&app.admin_key, "/api/v1/settings/shop_hours", week).await })
     };
     tokio::time::sleep(std::time::Duration::from_millis(400)).await;
+    assert!(!write.is_finished(), "the write waits for the shop");
     held.commit().await;
     let answer = write.await.unwrap();
     let record = &answer.ok()["data"][0];

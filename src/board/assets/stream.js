@@ -100,7 +100,12 @@ export class EventStream {
       try {
         const headers = this.api.headers({ Accept: "text/event-stream" });
         if (this.lastId) headers["Last-Event-ID"] = this.lastId;
-        const response = await fetch(`/api/v1/events/stream${this.query}`, { headers, signal: this.controller.signal, cache: "no-store" });
+        // The server answers at once: a connection that hangs before its headers is dead too.
+        const controller = this.controller;
+        const connecting = setTimeout(() => controller.abort(), SILENCE_MS);
+        const response = await fetch(`/api/v1/events/stream${this.query}`, { headers, signal: controller.signal, cache: "no-store" }).finally(() =>
+          clearTimeout(connecting),
+        );
         if (response.status === 401) {
           this.api.onUnauthorized?.();
           break;
