@@ -199,7 +199,7 @@ async fn a_reader_polling_while_three_servers_create_sees_each_creation_once(bac
     const CREATES: usize = 150;
     let config = autoshop::config::AppConfig { rate_limit: 0.0, ..crate::support::test_config() };
     let app = Arc::new(TestApp::spawn_with(backend, config.clone()).await);
-    let servers = vec![app.base.clone(), app.spawn_replica_with(config.clone()).await, app.spawn_replica_with(config.clone()).await];
+    let servers = [app.base.clone(), app.spawn_replica_with(config.clone()).await, app.spawn_replica_with(config.clone()).await];
     let reader_base = app.spawn_replica_with(config).await;
     let shop = app.create_shop(&app.admin_key, "Busy", "UTC").await;
     app.create_bay(&app.admin_key, shop, "Lift", 0).await;
