@@ -284,6 +284,18 @@ def launch(chromium, chromedriver, profile):
     return webdriver.Chrome(service=service, options=options)
 
 
+def restart_and_move(server, driver, board, api, shop, day, bay):
+    """Kills the server, waits for the page to notice, restarts it and moves an appointment shown
+    in a bay lane into `bay` through the API; returns its id."""
+    server.proc.kill()
+    wait_for("the page to notice the server is gone", lambda: driver.find_element(By.ID, "live").get_attribute("data-state") == "connecting")
+    server.restart()
+    shown = {x["id"] for x in board.blocks() if x["lane"] != "unassigned"}
+    moved = next(x for x in api.day(shop["shop_id"], day) if x["appointment_id"] in shown and x["column"] != bay["title"])
+    api.put(api.appointment(moved["appointment_id"])[0], column=bay["title"])
+    return moved["appointment_id"]
+
+
 def run(server, driver, shots):
     api = Api(server.base, server.key)
     board = Board(driver)
@@ -515,13 +527,8 @@ def run(server, driver, shots):
     # The server goes away and comes back: the stream reconnects, resuming with Last-Event-ID.
     if server.proc:
         driver.get_log("performance")
-        server.proc.kill()
-        wait_for("the page to notice the server is gone", lambda: driver.find_element(By.ID, "live").get_attribute("data-state") == "connecting")
-        server.restart()
-        shown = {x["id"]: x for x in board.blocks() if x["lane"] != "unassigned"}
-        f = next(x for x in api.day(shop["shop_id"], today) if x["appointment_id"] in shown and x["column"] != bays[0]["title"])
-        api.put(api.appointment(f["appointment_id"])[0], column=bays[0]["title"])
-        wait_for("a change after the restart on the page", lambda: (board.block(f["appointment_id"]) or {}).get("bay") == str(bays[0]["id"]), within=15)
+        f = restart_and_move(server, driver, board, api, shop, today, bays[0])
+        wait_for("a change after the restart on the page", lambda: (board.block(f) or {}).get("bay") == str(bays[0]["id"]), within=15)
         wait_for("the live stream again", lambda: driver.find_element(By.ID, "live").text == "Live")
         resumed = []
         for entry in driver.get_log("performance"):
@@ -542,17 +549,12 @@ def run(server, driver, shots):
                  and on_screen(board) == expected_blocks(api.day(shop["shop_id"], today), bay_ids), within=15)
         driver.execute_cdp_cmd("Network.enable", {})
         driver.execute_cdp_cmd("Network.setBlockedURLs", {"urls": ["*/api/v1/events/stream*"]})
-        server.proc.kill()
-        wait_for("the page to notice the server is gone", lambda: driver.find_element(By.ID, "live").get_attribute("data-state") == "connecting")
-        server.restart()
-        shown = {x["id"]: x for x in board.blocks() if x["lane"] != "unassigned"}
-        g = next(x for x in api.day(shop["shop_id"], today) if x["appointment_id"] in shown and x["column"] != bays[0]["title"])
-        api.put(api.appointment(g["appointment_id"])[0], column=bays[0]["title"])
+        g = restart_and_move(server, driver, board, api, shop, today, bays[0])
         time.sleep(1.5)
-        if (board.block(g["appointment_id"]) or {}).get("bay") == str(bays[0]["id"]):
+        if (board.block(g) or {}).get("bay") == str(bays[0]["id"]):
             fail("the change reached the page while its stream was blocked")
         driver.execute_cdp_cmd("Network.setBlockedURLs", {"urls": []})
-        wait_for("the change made while the page had no stream", lambda: (board.block(g["appointment_id"]) or {}).get("bay") == str(bays[0]["id"]), within=25)
+        wait_for("the change made while the page had no stream", lambda: (board.block(g) or {}).get("bay") == str(bays[0]["id"]), within=25)
         wait_for("the live stream again", lambda: driver.find_element(By.ID, "live").text == "Live")
         browser_errors(driver, "the blocked stream", allowed=["net::ERR_"])
         step("a page that lost its stream before any event reloaded once it was back, and showed the change made meanwhile")
