@@ -242,21 +242,14 @@ async fn a_reader_polling_while_three_servers_create_sees_each_creation_once(bac
         let keyed = n % 3 == 0;
         let bases = if keyed { vec![servers[n % 3].clone(), servers[(n + 1) % 3].clone()] } else { vec![servers[n % 3].clone()] };
         for base in bases {
-            let (app, b) = (app.clone(), b.clone());
-            creates.push(tokio::spawn(async move {
-                let mut post = app.client.post(format!("{base}/api/v1/appointments")).bearer_auth(&app.admin_key).json(&b);
-                if keyed {
-                    post = post.header("idempotency-key", format!("feed-{n}"));
-                }
-                let r = post.send().await.unwrap();
-                assert_eq!(r.status(), 201);
-                r.json::<Value>().await.unwrap()["appointment_id"].as_i64().unwrap()
-            }));
+            creates.push(crate::support::spawn_create(&app, &base, &b, keyed.then(|| format!("feed-{n}"))));
         }
     }
     let mut ids = BTreeSet::new();
     for c in creates {
-        ids.insert(c.await.unwrap());
+        let (status, answer) = c.await.unwrap();
+        assert_eq!(status, 201, "{answer}");
+        ids.insert(answer["appointment_id"].as_i64().unwrap());
     }
     assert_eq!(ids.len(), CREATES, "a keyed repeat answers the same appointment");
     done.store(true, std::sync::atomic::Ordering::SeqCst);

@@ -306,20 +306,12 @@ async fn racing_creates_record_one_event_and_one_delivery_each(backend: Backend)
         let keyed = n % 2 == 0;
         let bases = if keyed { vec![app.base.clone(), replica.clone()] } else { vec![[&app.base, &replica][n % 4 / 2].clone()] };
         for base in bases {
-            let (app, b) = (app.clone(), b.clone());
-            races.push(tokio::spawn(async move {
-                let mut post = app.client.post(format!("{base}/api/v1/appointments")).bearer_auth(&app.admin_key).json(&b);
-                if keyed {
-                    post = post.header("idempotency-key", format!("created-{n}"));
-                }
-                let r = post.send().await.unwrap();
-                (n, r.status().as_u16(), r.json::<Value>().await.unwrap())
-            }));
+            races.push((n, crate::support::spawn_create(&app, &base, &b, keyed.then(|| format!("created-{n}")))));
         }
     }
     let mut created: BTreeMap<usize, BTreeSet<i64>> = BTreeMap::new();
-    for race in races {
-        let (n, status, answer) = race.await.unwrap();
+    for (n, race) in races {
+        let (status, answer) = race.await.unwrap();
         assert_eq!(status, 201, "create {n}: {answer}");
         created.entry(n).or_default().insert(answer["appointment_id"].as_i64().unwrap());
     }
@@ -349,11 +341,7 @@ async fn create_racing(app: &Arc<TestApp>, bases: &[String], shop: i64, n: usize
         let mut b = body(shop, &format!("2030-03-{:02}T10:00:00Z", i % 28 + 1));
         b["last_name"] = json!(format!("{tag}{i}"));
         b["column"] = json!("Lift 1");
-        let (app, base) = (app.clone(), bases[i % bases.len()].clone());
-        races.push(tokio::spawn(async move {
-            let r = app.client.post(format!("{base}/api/v1/appointments")).bearer_auth(&app.admin_key).json(&b).send().await.unwrap();
-            (r.status().as_u16(), r.json::<Value>().await.unwrap())
-        }));
+        races.push(crate::support::spawn_create(app, &bases[i % bases.len()], &b, None));
     }
     let mut ids = BTreeSet::new();
     for race in races {

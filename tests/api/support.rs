@@ -347,6 +347,19 @@ pub async fn together(requests: Vec<reqwest::RequestBuilder>) -> Vec<u16> {
     statuses
 }
 
+/// Sends `POST /api/v1/appointments` to `base` on a task of its own (with an `Idempotency-Key`
+/// when given): its status and body, for races of creates.
+pub fn spawn_create(app: &std::sync::Arc<TestApp>, base: &str, body: &Value, idempotency_key: Option<String>) -> tokio::task::JoinHandle<(u16, Value)> {
+    let mut post = app.client.post(format!("{base}/api/v1/appointments")).bearer_auth(&app.admin_key).json(body);
+    if let Some(key) = idempotency_key {
+        post = post.header("idempotency-key", key);
+    }
+    tokio::spawn(async move {
+        let r = post.send().await.unwrap();
+        (r.status().as_u16(), r.json::<Value>().await.unwrap())
+    })
+}
+
 /// A transaction the test holds open to make the server's writes wait: on SQLite it holds the
 /// database's write lock (the server's writer waits up to its busy timeout, 5 s); on PostgreSQL
 /// it holds the row locks its statements take. What it writes shows when it commits, after a
