@@ -123,5 +123,6 @@ pub enum Move {
     From(i64),
     /// It cannot: something of its shop uses it.
     Blocked,
+    /// No such bay (any more).
     Gone,
 }

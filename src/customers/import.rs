@@ -227,13 +227,16 @@ fn row_body(header: &[String], cells: &[String], shop_id: Option<i64>) -> Map<St
                 "false" => Value::Bool(false),
                 _ => Value::String(raw.clone()),
             }
-        } else if name == "shop_id" {
-            let number = raw.trim().parse::<i64>().map(Value::from).ok();
-            number
-                .or_else(|| raw.trim().parse::<f64>().ok().and_then(serde_json::Number::from_f64).map(Value::Number))
+        } else if name == "shop_id" || name == "credit_limit" {
+            // A number as JSON would carry it (an integer exactly, past 2^53 too), else the text
+            // (which the validation refuses by name).
+            let trimmed = raw.trim();
+            trimmed
+                .parse::<i64>()
+                .map(Value::from)
+                .ok()
+                .or_else(|| trimmed.parse::<f64>().ok().and_then(serde_json::Number::from_f64).map(Value::Number))
                 .unwrap_or_else(|| Value::String(raw.clone()))
-        } else if name == "credit_limit" {
-            raw.trim().parse::<f64>().ok().and_then(serde_json::Number::from_f64).map(Value::Number).unwrap_or_else(|| Value::String(raw.clone()))
         } else {
             Value::String(raw.clone())
         };
