@@ -122,6 +122,7 @@ impl From<DbError> for ApiError {
                 tracing::warn!(error = %e, "database unavailable");
                 ApiError::Unavailable
             }
+            DbError::BayNotInShop => ApiError::invalid("column", "The column field must name a bay of the appointment's shop."),
             other => ApiError::Internal(other.to_string()),
         }
     }

@@ -80,7 +80,8 @@ pub async fn update(tx: &mut Tx, company_id: i64, id: i64, f: &BayFields) -> Res
 /// (deleted ones keep their bay) or a live hold. The bay's shop is read with its row locked
 /// (PostgreSQL; SQLite's writer runs one change at a time), not taken from a read before the
 /// transaction: a move committed meanwhile would make this PUT a move, or a move from another
-/// shop, that a stale read did not see. Holds that expired unbooked are retired first (a hold
+/// shop, that a stale read did not see. An appointment written with the bay after this lock
+/// fails (the rule of migration 0021 checks it against the bay's shop when it writes). Holds that expired unbooked are retired first (a hold
 /// is booked only while `held`, so none of them can be booked after), and then stand in
 /// nobody's way. Holds and availability are worked out per shop, so a bay in use must stay.
 /// The lock makes a hold committed before visible here, and one after see the new shop. (A
@@ -99,8 +100,13 @@ pub async fn move_blocked(tx: &mut Tx, company_id: i64, bay_id: i64, to_shop: i6
         .bind(bay_id)
         .bind(now);
     tx.execute(&retire).await?;
-    tx.lock_row("bays", company_id, bay_id).await?;
-    let shop = Query::new("SELECT shop_id FROM bays WHERE company_id = $1 AND id = $2").bind(company_id).bind(bay_id);
+    // FOR UPDATE, not FOR NO KEY UPDATE: a move is a key update, and this waits for the
+    // appointment writes in flight on the bay (their foreign key locks it FOR KEY SHARE), which
+    // the check below then sees.
+    let mut shop = Query::new("SELECT shop_id FROM bays WHERE company_id = $1 AND id = $2").bind(company_id).bind(bay_id);
+    if !tx.is_sqlite() {
+        shop.push(" FOR UPDATE");
+    }
     let Some((from_shop,)) = tx.fetch_optional::<(i64,)>(&shop).await? else { return Ok(Move::Gone) };
     if from_shop == to_shop {
         return Ok(Move::Stays);

@@ -40,6 +40,10 @@ pub enum DbError {
     /// (a PostgreSQL exclusion constraint, a SQLite trigger).
     #[error("overlapping hold")]
     Overlap,
+    /// An appointment's write named a bay that is not (any more) a bay of its shop: the bay
+    /// moved after the write was validated (a PostgreSQL foreign key, a SQLite trigger).
+    #[error("the bay is not in the appointment's shop")]
+    BayNotInShop,
     /// A statement that must return a row returned none.
     #[error("the statement returned no row")]
     NoRow,
@@ -50,11 +54,15 @@ pub enum DbError {
     Other(String),
 }
 
+/// The name of the rule that keeps an appointment's bay in its shop (migration 0021).
+const BAY_IN_SHOP: &str = "appointments_bay_in_shop";
+
 impl From<sqlx::Error> for DbError {
     fn from(e: sqlx::Error) -> Self {
         match &e {
             sqlx::Error::Database(d) if d.is_unique_violation() => DbError::Unique,
             sqlx::Error::Database(d) if d.code().as_deref() == Some("23P01") => DbError::Overlap,
+            sqlx::Error::Database(d) if d.constraint() == Some(BAY_IN_SHOP) => DbError::BayNotInShop,
             sqlx::Error::Io(_)
             | sqlx::Error::PoolTimedOut
             | sqlx::Error::PoolClosed
@@ -84,7 +92,10 @@ impl From<rusqlite::Error> for DbError {
                 {
                     DbError::Unique
                 }
-                ErrorCode::ConstraintViolation if f.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_TRIGGER => DbError::Overlap,
+                ErrorCode::ConstraintViolation if f.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_TRIGGER => match &e {
+                    rusqlite::Error::SqliteFailure(_, Some(message)) if message == BAY_IN_SHOP => DbError::BayNotInShop,
+                    _ => DbError::Overlap,
+                },
                 // Busy beyond the busy timeout, the disk full or failing, the file gone.
                 ErrorCode::DatabaseBusy
                 | ErrorCode::DatabaseLocked

@@ -10,6 +10,7 @@ crate::backend_tests!(
     creates_and_updates_bays_with_validation,
     a_bay_with_appointments_stays_in_its_shop,
     a_move_is_checked_on_the_shop_the_bay_has_when_it_writes,
+    an_appointment_never_lands_on_a_bay_that_left_its_shop,
 );
 
 async fn lists_bays_with_defaults_filters_and_sorts(backend: Backend) {
@@ -201,4 +202,68 @@ async fn a_move_is_checked_on_the_shop_the_bay_has_when_it_writes(backend: Backe
     held.commit().await;
     back.await.unwrap().problem(404);
     assert_eq!(app.get(key, &format!("/api/v1/bays/{spare}")).await.body["shop_id"], c);
+}
+
+/// An appointment's write checks its bay before its transaction, and a bay's move checks the
+/// appointments in its transaction. Each must still see the other when they overlap: a move
+/// committed while a create or an update waits fails that write (422 on `column`, nothing
+/// stored), and a move waits for a write on the bay still in flight, then refuses to move. The
+/// test's own transaction plays the other side and commits once the request waits for it.
+async fn an_appointment_never_lands_on_a_bay_that_left_its_shop(backend: Backend) {
+    let app = Arc::new(TestApp::spawn(backend).await);
+    let key = &app.admin_key;
+    let a = app.create_shop(key, "A", "UTC").await;
+    let b = app.create_shop(key, "B", "UTC").await;
+    let lift = app.create_bay(key, a, "Lift", 0).await;
+    let spare = app.create_bay(key, a, "Spare", 1).await;
+    let third = app.create_bay(key, a, "Third", 2).await;
+    let body = |column: Option<&str>| {
+        json!({"shop_id": a, "date": "2026-12-01T09:00:00Z", "year": "2020", "make": "Ford", "model": "Focus",
+            "home_phone": "", "work_phone": "", "cell_phone": "", "column": column})
+    };
+    let unbooked = app.post(key, "/api/v1/appointments", body(None)).await.ok()["appointment_id"].as_i64().unwrap();
+    let move_to_b = "UPDATE bays SET shop_id = $1 WHERE company_id = $2 AND id = $3";
+
+    // A create of an appointment of A on Lift, while Lift moves to B.
+    let held = HeldWrite::begin(&app).await;
+    assert_eq!(held.run(move_to_b, &[b, app.company_id, lift]).await, 1);
+    let create = {
+        let app = app.clone();
+        let body = body(Some("Lift"));
+        tokio::spawn(async move { app.post(&app.admin_key, "/api/v1/appointments", body).await })
+    };
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert!(!create.is_finished(), "the create waits for the bay");
+    held.commit().await;
+    create.await.unwrap().invalid("column");
+    assert_eq!(app.get(key, &format!("/api/v1/appointments?filter[shop_id]={a}")).await.ids("appointment_id"), vec![unbooked]);
+
+    // An update that puts an appointment of A on Third, while Third moves to B.
+    let held = HeldWrite::begin(&app).await;
+    assert_eq!(held.run(move_to_b, &[b, app.company_id, third]).await, 1);
+    let update = {
+        let app = app.clone();
+        let body = body(Some("Third"));
+        tokio::spawn(async move { app.put(&app.admin_key, &format!("/api/v1/appointments/{unbooked}"), body).await })
+    };
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert!(!update.is_finished(), "the update waits for the bay");
+    held.commit().await;
+    update.await.unwrap().invalid("column");
+    assert_eq!(app.get(key, &format!("/api/v1/appointments/{unbooked}")).await.body["column"], json!(null));
+
+    // A move of Spare to B, while an update that puts the appointment on Spare is in flight.
+    let held = HeldWrite::begin(&app).await;
+    let book = "UPDATE appointments SET bay_id = $1 WHERE company_id = $2 AND id = $3";
+    assert_eq!(held.run(book, &[spare, app.company_id, unbooked]).await, 1);
+    let moved = {
+        let app = app.clone();
+        tokio::spawn(async move { app.put(&app.admin_key, &format!("/api/v1/bays/{spare}"), json!({"shop_id": b, "title": "Spare"})).await })
+    };
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert!(!moved.is_finished(), "the move waits for the booking");
+    held.commit().await;
+    moved.await.unwrap().invalid("shop_id");
+    assert_eq!(app.get(key, &format!("/api/v1/bays/{spare}")).await.body["shop_id"], a);
+    assert_eq!(app.get(key, &format!("/api/v1/appointments/{unbooked}")).await.body["column"], "Spare");
 }
