@@ -14,7 +14,7 @@ use crate::{
     auth::{Admin, Caller},
     change::Change,
     conditional::One,
-    db::now_micros,
+    db::{DbError, now_micros},
     error::{ApiError, FieldErrors, Problem},
     extract::{JsonBody, Replace, parse_bool, path_id},
     listing::{ListQuery, ListSpec, Page, RequestUrl},
@@ -83,8 +83,9 @@ async fn update_bay(State(state): State<AppState>, Admin(caller): Admin, put: Re
     // nor a move committed meanwhile strands anything. Before If-Match, which locks the bay:
     // `move_blocked` locks the bay's expired holds before the bay, as a hold's writer does (and
     // a 422 comes before a 412).
+    let blocked = || ApiError::invalid("shop_id", "This bay has appointments or holds; it cannot move to another shop.");
     match store::move_blocked(change.tx(), caller.company_id, current.id, fields.shop_id, now_micros()).await? {
-        store::Move::Blocked => return Err(ApiError::invalid("shop_id", "This bay has appointments or holds; it cannot move to another shop.")),
+        store::Move::Blocked => return Err(blocked()),
         // Moved meanwhile to a shop this key may not see: it may not take the bay from there.
         store::Move::From(shop) if !caller.can_see_shop(shop) => return Err(ApiError::not_found("Bay")),
         store::Move::Gone => return Err(ApiError::not_found("Bay")),
@@ -94,7 +95,8 @@ async fn update_bay(State(state): State<AppState>, Admin(caller): Admin, put: Re
     let bay = Bay::from(
         store::update(change.tx(), caller.company_id, current.id, &fields)
             .await
-            .map_err(unique_as_invalid("title"))?
+            // The database's own rule (migration 0021), should an appointment slip past the check.
+            .map_err(|e| if matches!(e, DbError::BayNotInShop) { blocked() } else { unique_as_invalid("title")(e) })?
             .ok_or_else(|| ApiError::not_found("Bay"))?,
     );
     change.record("bay.updated", Some(fields.shop_id), &bay)?;

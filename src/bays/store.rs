@@ -100,16 +100,18 @@ pub async fn move_blocked(tx: &mut Tx, company_id: i64, bay_id: i64, to_shop: i6
         .bind(bay_id)
         .bind(now);
     tx.execute(&retire).await?;
-    // FOR UPDATE, not FOR NO KEY UPDATE: a move is a key update, and this waits for the
-    // appointment writes in flight on the bay (their foreign key locks it FOR KEY SHARE), which
-    // the check below then sees.
-    let mut shop = Query::new("SELECT shop_id FROM bays WHERE company_id = $1 AND id = $2").bind(company_id).bind(bay_id);
-    if !tx.is_sqlite() {
-        shop.push(" FOR UPDATE");
-    }
+    tx.lock_row("bays", company_id, bay_id).await?;
+    let shop = Query::new("SELECT shop_id FROM bays WHERE company_id = $1 AND id = $2").bind(company_id).bind(bay_id);
     let Some((from_shop,)) = tx.fetch_optional::<(i64,)>(&shop).await? else { return Ok(Move::Gone) };
     if from_shop == to_shop {
         return Ok(Move::Stays);
+    }
+    // A move is a key update: FOR UPDATE waits for the appointment writes in flight on the bay
+    // (their foreign key locks it FOR KEY SHARE), which the check below then sees. Only a move
+    // takes it, so a bay's other edits leave its bookings alone. (No deadlock: those writers
+    // wait for nothing this holds.)
+    if !tx.is_sqlite() {
+        tx.execute(&Query::new("SELECT 1 FROM bays WHERE company_id = $1 AND id = $2 FOR UPDATE").bind(company_id).bind(bay_id)).await?;
     }
     let q = Query::new(
         "SELECT id FROM appointments WHERE company_id = $1 AND shop_id = $2 AND bay_id = $3 \

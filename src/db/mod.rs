@@ -62,7 +62,7 @@ impl From<sqlx::Error> for DbError {
         match &e {
             sqlx::Error::Database(d) if d.is_unique_violation() => DbError::Unique,
             sqlx::Error::Database(d) if d.code().as_deref() == Some("23P01") => DbError::Overlap,
-            sqlx::Error::Database(d) if d.constraint() == Some(BAY_IN_SHOP) => DbError::BayNotInShop,
+            sqlx::Error::Database(d) if d.is_foreign_key_violation() && d.constraint() == Some(BAY_IN_SHOP) => DbError::BayNotInShop,
             sqlx::Error::Io(_)
             | sqlx::Error::PoolTimedOut
             | sqlx::Error::PoolClosed

@@ -266,4 +266,11 @@ async fn an_appointment_never_lands_on_a_bay_that_left_its_shop(backend: Backend
     moved.await.unwrap().invalid("shop_id");
     assert_eq!(app.get(key, &format!("/api/v1/bays/{spare}")).await.body["shop_id"], a);
     assert_eq!(app.get(key, &format!("/api/v1/appointments/{unbooked}")).await.body["column"], "Spare");
+
+    // The rule is the database's, whoever writes: neither side of it can be broken in SQL.
+    for (sql, params) in [(move_to_b, [b, app.company_id, spare]), (book, [lift, app.company_id, unbooked])] {
+        let held = HeldWrite::begin(&app).await;
+        let refused = held.try_run(sql, &params).await;
+        assert!(refused.as_ref().is_err_and(|e| e.contains("appointments_bay_in_shop")), "{sql}: {refused:?}");
+    }
 }

@@ -388,18 +388,24 @@ impl HeldWrite {
 
     /// Runs a statement with integer parameters (`$1`, `$2`... on both backends); rows changed.
     pub async fn run(&self, sql: &str, params: &[i64]) -> u64 {
+        self.try_run(sql, params).await.unwrap()
+    }
+
+    /// [`HeldWrite::run`], or the database's error message (on PostgreSQL the transaction is
+    /// then aborted).
+    pub async fn try_run(&self, sql: &str, params: &[i64]) -> Result<u64, String> {
         match self {
             HeldWrite::Sqlite(conn) => {
                 let conn = conn.lock().unwrap();
                 let sql = sql.replace('$', "?");
-                conn.execute(&sql, rusqlite::params_from_iter(params)).unwrap() as u64
+                conn.execute(&sql, rusqlite::params_from_iter(params)).map(|n| n as u64).map_err(|e| e.to_string())
             }
             HeldWrite::Postgres(conn) => {
                 let mut q = sqlx::query(sqlx::AssertSqlSafe(sql.to_owned()));
                 for p in params {
                     q = q.bind(*p);
                 }
-                q.execute(&mut *conn.lock().await).await.unwrap().rows_affected()
+                q.execute(&mut *conn.lock().await).await.map(|r| r.rows_affected()).map_err(|e| e.to_string())
             }
         }
     }
