@@ -20,6 +20,8 @@ pub struct Received {
     pub timestamp: i64,
     pub signature_ok: bool,
     pub body: Value,
+    /// The status the receiver answered.
+    pub status: u16,
 }
 
 #[derive(Default)]
@@ -27,6 +29,8 @@ struct Shared {
     secret: Option<String>,
     /// Statuses to answer with, in order; then `then`.
     script: VecDeque<u16>,
+    /// Statuses to answer each delivery's first attempts with (by `webhook-id`), before `script`.
+    per_delivery: Vec<u16>,
     then: u16,
     /// How long to wait before answering.
     delay: Duration,
@@ -64,6 +68,12 @@ impl Receiver {
 
     pub fn script(&self, statuses: &[u16]) {
         self.shared.lock().unwrap().script = statuses.iter().copied().collect();
+    }
+
+    /// Answers the first attempts of every delivery (told apart by `webhook-id`) with
+    /// `statuses`, in order; later attempts as without it.
+    pub fn script_per_delivery(&self, statuses: &[u16]) {
+        self.shared.lock().unwrap().per_delivery = statuses.to_vec();
     }
 
     pub fn received(&self) -> Vec<Received> {
@@ -110,13 +120,19 @@ async fn receive(State(shared): State<Arc<Mutex<Shared>>>, headers: HeaderMap, b
         let mut shared = shared.lock().unwrap();
         let signature_ok = shared.secret.as_deref().is_some_and(|s| verify(s, &id, &timestamp, &body, &signature))
             && header("content-type") == "application/json";
+        let attempt = shared.received.iter().filter(|r| r.webhook_id == id).count();
+        let status = match shared.per_delivery.get(attempt) {
+            Some(status) => *status,
+            None => shared.script.pop_front().unwrap_or(shared.then),
+        };
         shared.received.push(Received {
             webhook_id: id,
             timestamp: timestamp.parse().unwrap_or(0),
             signature_ok,
             body: serde_json::from_slice(&body).unwrap_or(Value::Null),
+            status,
         });
-        (shared.script.pop_front().unwrap_or(shared.then), shared.delay)
+        (status, shared.delay)
     };
     tokio::time::sleep(delay).await;
     shared.lock().unwrap().answered += 1;

@@ -19,6 +19,7 @@ crate::backend_tests!(
     gone_disables_and_failures_give_up,
     test_ping_and_private_addresses_at_delivery,
     each_delivery_is_attempted_once_across_replicas,
+    retries_across_replicas_attempt_each_delivery_in_turn,
     changes_beside_webhook_deletes_never_fail,
     a_late_attempt_leaves_a_newer_delivery_alone,
 );
@@ -284,6 +285,49 @@ async fn each_delivery_is_attempted_once_across_replicas(backend: Backend) {
     let ids: BTreeSet<&str> = got_later.iter().map(|r| r.webhook_id.as_str()).collect();
     assert_eq!(ids.len(), N, "every event delivered");
     assert_eq!(got_later.len(), N, "and each exactly once (no attempt repeated by another replica): {} deliveries", got_later.len());
+    assert!(got.iter().all(|r| r.signature_ok));
+}
+
+/// Retries are claimed like first attempts: three servers (replicas on PostgreSQL), all
+/// delivering, and a receiver that fails the first three attempts of every delivery. Each
+/// delivery is attempted exactly four times (the test schedule's last retry), one attempt at a
+/// time (500, 503, 500, then 200), never again after it succeeded, and its log entry counts the
+/// attempts the receiver saw.
+async fn retries_across_replicas_attempt_each_delivery_in_turn(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    let key = app.admin_key.clone();
+    let shop = app.create_shop(&key, "Chicago", "America/Chicago").await;
+    let receiver = Receiver::start(200).await;
+    receiver.script_per_delivery(&[500, 503, 500]);
+    let hook = subscribe(&app, &receiver, json!(["appointment.created"]), None).await;
+    let bases = [app.base.clone(), app.spawn_replica().await, app.spawn_replica().await];
+    const N: usize = 60;
+    let mut writers = Vec::new();
+    for n in 0..N {
+        let (client, base, key) = (app.client.clone(), bases[n % bases.len()].clone(), key.clone());
+        let b = body(shop, &format!("2030-03-{:02}T09:00:00-06:00", 1 + n % 28));
+        writers.push(tokio::spawn(async move {
+            let r = client.post(format!("{base}/api/v1/appointments")).bearer_auth(&key).json(&b).send().await.unwrap();
+            assert_eq!(r.status(), 201);
+        }));
+    }
+    for w in writers {
+        w.await.unwrap();
+    }
+    receiver.wait_for(4 * N, 30).await;
+    let log = eventually(&app, &format!("/api/v1/webhooks/{hook}/deliveries?pageSize=100"), |b| {
+        b["data"].as_array().is_some_and(|d| d.len() == N && d.iter().all(|e| e["state"] == "succeeded"))
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let got = receiver.received();
+    assert_eq!(got.len(), 4 * N, "four attempts a delivery, none more");
+    for entry in log["data"].as_array().unwrap() {
+        let id = entry["event_id"].as_str().unwrap();
+        let statuses: Vec<u16> = got.iter().filter(|r| r.webhook_id == id).map(|r| r.status).collect();
+        assert_eq!(statuses, [500, 503, 500, 200], "delivery of {id}: one attempt at a time, none after success");
+        assert_eq!((entry["attempt"].clone(), entry["status_code"].clone()), (json!(4), json!(200)), "{entry}");
+    }
     assert!(got.iter().all(|r| r.signature_ok));
 }
 
