@@ -21,6 +21,7 @@ crate::backend_tests!(
     an_expired_hold_does_not_keep_its_bay,
     a_hold_and_a_move_of_its_bay_never_both_succeed,
     a_keyed_hold_sent_to_three_servers_holds_once,
+    a_booking_as_its_hold_expires_and_new_holds_never_both_win,
 );
 
 const HOUR: i64 = 3_600_000_000;
@@ -552,5 +553,60 @@ async fn a_keyed_hold_sent_to_three_servers_holds_once(backend: Backend) {
         let replay = app.client.post(format!("{}/api/v1/holds", servers[round % 3])).bearer_auth(&app.admin_key).header("idempotency-key", format!("hold-{round}")).json(&body).send().await.unwrap();
         assert_eq!(replay.status(), 201);
         assert_eq!(replay.json::<Value>().await.unwrap()["hold_id"].as_i64(), holds.first().copied(), "round {round}: the replay is the hold");
+    }
+}
+
+/// The moment a hold expires, its booking and new holds for the same bay and time race: the
+/// booking must win only if it consumed the hold before it expired, and a new hold only if the
+/// old one expired unbooked. Three servers (replicas on PostgreSQL); per round, the booking is
+/// sent a few milliseconds either side of the hold's expiry while new holds are sent every 5 ms
+/// from 20 ms before it to 30 ms after, then 100, 200 and 300 ms after: exactly one of them all
+/// wins the bay (the booking before the expiry; otherwise the first new hold after it).
+async fn a_booking_as_its_hold_expires_and_new_holds_never_both_win(backend: Backend) {
+    use std::time::Duration;
+    let config = autoshop::config::AppConfig { hold_ttl_secs: 1, rate_limit: 0.0, ..test_config() };
+    let app = Arc::new(TestApp::spawn_with(backend, config.clone()).await);
+    let servers = [app.base.clone(), app.spawn_replica_with(config.clone()).await, app.spawn_replica_with(config).await];
+    let shop = open_shop(&app, "UTC", 1).await;
+    for (round, offset_ms) in [-15i64, -5, 0, 5, 15].into_iter().enumerate() {
+        let date = format!("2030-01-{:02}T09:00:00", 7 + round);
+        let wanted = json!({"shop_id": shop, "column": "Lift 1", "date": date, "hours": 1});
+        let held = app.post(&app.admin_key, "/api/v1/holds", wanted.clone()).await;
+        assert_eq!(held.status, 201, "{}", held.body);
+        let expires_at = chrono::DateTime::parse_from_rfc3339(held.body["expires_at"].as_str().unwrap()).unwrap();
+        // The time until `at_ms` from the hold's expiry, by the clock the servers read.
+        let until = move |at_ms: i64| {
+            let at = expires_at.with_timezone(&chrono::Utc) + chrono::Duration::milliseconds(at_ms);
+            (at - chrono::Utc::now()).to_std().unwrap_or(Duration::ZERO)
+        };
+        let mut booking = body_with(shop, &date, json!({"hold_id": held.body["hold_id"]}));
+        booking.as_object_mut().unwrap().remove("date");
+        let book = {
+            let (app, base) = (app.clone(), servers[round % 3].clone());
+            let wait = until(offset_ms);
+            tokio::spawn(async move {
+                tokio::time::sleep(wait).await;
+                app.client.post(format!("{base}/api/v1/appointments")).bearer_auth(&app.admin_key).json(&booking).send().await.unwrap().status().as_u16()
+            })
+        };
+        let mut holds = Vec::new();
+        let waves = (-20..=30).step_by(5).chain([100, 200, 300]);
+        for (wave, at_ms) in waves.enumerate() {
+            let (app, base, wanted) = (app.clone(), servers[(round + wave + 1) % 3].clone(), wanted.clone());
+            let wait = until(at_ms);
+            holds.push(tokio::spawn(async move {
+                tokio::time::sleep(wait).await;
+                app.client.post(format!("{base}/api/v1/holds")).bearer_auth(&app.admin_key).json(&wanted).send().await.unwrap().status().as_u16()
+            }));
+        }
+        let booked = book.await.unwrap();
+        let mut statuses = Vec::new();
+        for h in holds {
+            statuses.push(h.await.unwrap());
+        }
+        assert!(matches!(booked, 201 | 409), "round {round}: booking {booked}");
+        assert!(statuses.iter().all(|s| matches!(s, 201 | 409)), "round {round}: holds {statuses:?}");
+        let winners = usize::from(booked == 201) + statuses.iter().filter(|s| **s == 201).count();
+        assert_eq!(winners, 1, "round {round} (booking at {offset_ms} ms): booking {booked}, holds {statuses:?}");
     }
 }
