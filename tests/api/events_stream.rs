@@ -142,29 +142,26 @@ async fn streams_on_two_replicas_carry_the_feed_exactly_while_three_servers_crea
     // Each stream is read on a task of its own while the creates run, until the writes are
     // done and it went quiet for a second (or a minute passed).
     let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let read = |base: String, key: String| {
+    let read = |mut stream: SseReader| {
         let done = done.clone();
-        async move {
-            let mut stream = SseReader::open(&base, &key, created, None).await;
-            tokio::spawn(async move {
-                let (mut seen, deadline) = (Vec::new(), Instant::now() + Duration::from_secs(60));
-                while Instant::now() < deadline {
-                    match stream.next(Duration::from_secs(1)).await {
-                        Some((id, kind, data)) => {
-                            assert_eq!(kind, "appointment.created");
-                            assert_eq!(data["id"], id.as_str());
-                            seen.push(data);
-                        }
-                        None if done.load(std::sync::atomic::Ordering::SeqCst) => break,
-                        None => {}
+        tokio::spawn(async move {
+            let (mut seen, deadline) = (Vec::new(), Instant::now() + Duration::from_secs(60));
+            while Instant::now() < deadline {
+                match stream.next(Duration::from_secs(1)).await {
+                    Some((id, kind, data)) => {
+                        assert_eq!(kind, "appointment.created");
+                        assert_eq!(data["id"], id.as_str());
+                        seen.push(data);
                     }
+                    None if done.load(std::sync::atomic::Ordering::SeqCst) => break,
+                    None => {}
                 }
-                seen
-            })
-        }
+            }
+            seen
+        })
     };
-    let all_shops = read(all_base, app.admin_key.clone()).await;
-    let shop_a = read(one_base, shop_a_key.clone()).await;
+    let all_shops = read(SseReader::open(&all_base, &app.admin_key, created, None).await);
+    let shop_a = read(SseReader::open(&one_base, &shop_a_key, created, None).await);
 
     let mut creates = Vec::new();
     for n in 0..CREATES {
