@@ -418,7 +418,8 @@ async fn concurrent_updates_keep_each_others_optional_fields(backend: Backend) {
             let base = if (n + round) % 2 == 0 { &app.base } else { &replica };
             app.client.put(format!("{base}/api/v1/appointments/{id}")).bearer_auth(&key).json(&body_with(shop, date, json!({ *field: value(field, round) })))
         });
-        assert!(crate::support::together(puts.collect()).await.iter().all(|s| *s == 200));
+        let statuses = crate::support::together(puts.collect()).await;
+        assert!(statuses.iter().all(|s| *s == 200), "round {round}: {statuses:?}");
         let now = app.get(&key, &format!("/api/v1/appointments/{id}")).await.ok().clone();
         for field in fields {
             let shown = if field == "vehicle_id" { &now["vehicle"]["vehicle_id"] } else { &now[field] };

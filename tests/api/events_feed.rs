@@ -232,26 +232,17 @@ async fn a_reader_polling_while_three_servers_create_sees_each_creation_once(bac
         })
     };
 
-    let mut creates = Vec::new();
-    for n in 0..CREATES {
-        let mut b = crate::appointments::body(shop, &format!("2030-03-{:02}T10:00:00Z", n % 28 + 1));
-        b["last_name"] = json!(format!("Feed{n}"));
-        if n % 4 == 0 {
-            b["column"] = json!("Lift");
-        }
-        let keyed = n % 3 == 0;
-        let bases = if keyed { vec![servers[n % 3].clone(), servers[(n + 1) % 3].clone()] } else { vec![servers[n % 3].clone()] };
-        for base in bases {
-            creates.push(crate::support::spawn_create(&app, &base, &b, keyed.then(|| format!("feed-{n}"))));
-        }
-    }
-    let mut ids = BTreeSet::new();
-    for c in creates {
-        let (status, answer) = c.await.unwrap();
-        assert_eq!(status, 201, "{answer}");
-        ids.insert(answer["appointment_id"].as_i64().unwrap());
-    }
-    assert_eq!(ids.len(), CREATES, "a keyed repeat answers the same appointment");
+    let bodies = (0..CREATES)
+        .map(|n| {
+            let mut b = crate::appointments::body(shop, &format!("2030-03-{:02}T10:00:00Z", n % 28 + 1));
+            b["last_name"] = json!(format!("Feed{n}"));
+            if n % 4 == 0 {
+                b["column"] = json!("Lift");
+            }
+            b
+        })
+        .collect();
+    let ids = crate::support::create_across(&app, &servers, bodies, Some("feed")).await;
     done.store(true, std::sync::atomic::Ordering::SeqCst);
     let seen = reader.await.unwrap();
 

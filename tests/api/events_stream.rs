@@ -2,7 +2,6 @@
 //! replica), in feed order, resumable with Last-Event-ID.
 
 use std::{
-    collections::BTreeSet,
     sync::Arc,
     time::{Duration, Instant},
 };
@@ -163,27 +162,17 @@ async fn streams_on_two_replicas_carry_the_feed_exactly_while_three_servers_crea
     let all_shops = read(SseReader::open(&all_base, &app.admin_key, created, None).await);
     let shop_a = read(SseReader::open(&one_base, &shop_a_key, created, None).await);
 
-    let mut creates = Vec::new();
-    for n in 0..CREATES {
-        let shop = if n % 2 == 0 { a } else { b };
-        let mut body = crate::appointments::body(shop, &format!("2030-04-{:02}T10:00:00Z", n % 28 + 1));
-        body["last_name"] = json!(format!("Stream{n}"));
-        if n % 4 == 0 {
-            body["column"] = json!("Lift");
-        }
-        let keyed = n % 3 == 0;
-        let bases = if keyed { vec![servers[n % 3].clone(), servers[(n + 1) % 3].clone()] } else { vec![servers[n % 3].clone()] };
-        for base in bases {
-            creates.push(crate::support::spawn_create(&app, &base, &body, keyed.then(|| format!("stream-{n}"))));
-        }
-    }
-    let mut ids = BTreeSet::new();
-    for c in creates {
-        let (status, answer) = c.await.unwrap();
-        assert_eq!(status, 201, "{answer}");
-        ids.insert(answer["appointment_id"].as_i64().unwrap());
-    }
-    assert_eq!(ids.len(), CREATES, "a keyed repeat answers the same appointment");
+    let bodies = (0..CREATES)
+        .map(|n| {
+            let mut body = crate::appointments::body(if n % 2 == 0 { a } else { b }, &format!("2030-04-{:02}T10:00:00Z", n % 28 + 1));
+            body["last_name"] = json!(format!("Stream{n}"));
+            if n % 4 == 0 {
+                body["column"] = json!("Lift");
+            }
+            body
+        })
+        .collect();
+    crate::support::create_across(&app, &servers, bodies, Some("stream")).await;
     done.store(true, std::sync::atomic::Ordering::SeqCst);
 
     for (stream, key, count) in [(all_shops, &app.admin_key, CREATES), (shop_a, &shop_a_key, CREATES / 2)] {

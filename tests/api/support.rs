@@ -349,7 +349,7 @@ pub async fn together(requests: Vec<reqwest::RequestBuilder>) -> Vec<u16> {
 
 /// Sends `POST /api/v1/appointments` to `base` on a task of its own (with an `Idempotency-Key`
 /// when given): its status and body, for races of creates.
-pub fn spawn_create(app: &std::sync::Arc<TestApp>, base: &str, body: &Value, idempotency_key: Option<String>) -> tokio::task::JoinHandle<(u16, Value)> {
+pub fn spawn_create(app: &TestApp, base: &str, body: &Value, idempotency_key: Option<String>) -> tokio::task::JoinHandle<(u16, Value)> {
     let mut post = app.client.post(format!("{base}/api/v1/appointments")).bearer_auth(&app.admin_key).json(body);
     if let Some(key) = idempotency_key {
         post = post.header("idempotency-key", key);
@@ -358,6 +358,28 @@ pub fn spawn_create(app: &std::sync::Arc<TestApp>, base: &str, body: &Value, ide
         let r = post.send().await.unwrap();
         (r.status().as_u16(), r.json::<Value>().await.unwrap())
     })
+}
+
+/// Sends every create body at once across `servers` (the n-th to server n % len); with
+/// `keyed`, every third is sent with the `Idempotency-Key` `{keyed}-{n}` to two servers. Asserts
+/// that every answer is 201 and a keyed repeat answers the same appointment; the ids created.
+pub async fn create_across(app: &TestApp, servers: &[String], bodies: Vec<Value>, keyed: Option<&str>) -> std::collections::BTreeSet<i64> {
+    let mut creates = Vec::new();
+    for (n, body) in bodies.iter().enumerate() {
+        let key = keyed.filter(|_| n % 3 == 0).map(|prefix| format!("{prefix}-{n}"));
+        let repeats = if key.is_some() { 2 } else { 1 };
+        for base in servers.iter().cycle().skip(n % servers.len()).take(repeats) {
+            creates.push(spawn_create(app, base, body, key.clone()));
+        }
+    }
+    let mut ids = std::collections::BTreeSet::new();
+    for c in creates {
+        let (status, answer) = c.await.unwrap();
+        assert_eq!(status, 201, "{answer}");
+        ids.insert(answer["appointment_id"].as_i64().unwrap());
+    }
+    assert_eq!(ids.len(), bodies.len(), "a keyed repeat answers the same appointment");
+    ids
 }
 
 /// A transaction the test holds open to make the server's writes wait: on SQLite it holds the

@@ -267,18 +267,8 @@ async fn each_delivery_is_attempted_once_across_replicas(backend: Backend) {
     // replicas are), all writing and all delivering.
     let bases = vec![app.base.clone(), app.spawn_replica().await, app.spawn_replica().await];
     const N: usize = 60;
-    let mut writers = Vec::new();
-    for n in 0..N {
-        let (client, base, key) = (app.client.clone(), bases[n % bases.len()].clone(), key.clone());
-        let b = body(shop, &format!("2030-01-{:02}T09:00:00-06:00", 1 + n % 28));
-        writers.push(tokio::spawn(async move {
-            let r = client.post(format!("{base}/api/v1/appointments")).bearer_auth(&key).json(&b).send().await.unwrap();
-            assert_eq!(r.status(), 201);
-        }));
-    }
-    for w in writers {
-        w.await.unwrap();
-    }
+    let bodies = (0..N).map(|n| body(shop, &format!("2030-01-{:02}T09:00:00-06:00", 1 + n % 28))).collect();
+    crate::support::create_across(&app, &bases, bodies, None).await;
     let got = receiver.wait_for(N, 20).await;
     tokio::time::sleep(Duration::from_millis(1500)).await;
     let got_later = receiver.received();
@@ -302,18 +292,8 @@ async fn retries_across_replicas_attempt_each_delivery_in_turn(backend: Backend)
     let hook = subscribe(&app, &receiver, json!(["appointment.created"]), None).await;
     let bases = [app.base.clone(), app.spawn_replica().await, app.spawn_replica().await];
     const N: usize = 60;
-    let mut writers = Vec::new();
-    for n in 0..N {
-        let (client, base, key) = (app.client.clone(), bases[n % bases.len()].clone(), key.clone());
-        let b = body(shop, &format!("2030-03-{:02}T09:00:00-06:00", 1 + n % 28));
-        writers.push(tokio::spawn(async move {
-            let r = client.post(format!("{base}/api/v1/appointments")).bearer_auth(&key).json(&b).send().await.unwrap();
-            assert_eq!(r.status(), 201);
-        }));
-    }
-    for w in writers {
-        w.await.unwrap();
-    }
+    let bodies = (0..N).map(|n| body(shop, &format!("2030-03-{:02}T09:00:00-06:00", 1 + n % 28))).collect();
+    crate::support::create_across(&app, &bases, bodies, None).await;
     receiver.wait_for(4 * N, 30).await;
     let log = eventually(&app, &format!("/api/v1/webhooks/{hook}/deliveries?pageSize=100"), |b| {
         b["data"].as_array().is_some_and(|d| d.len() == N && d.iter().all(|e| e["state"] == "succeeded"))
