@@ -561,10 +561,12 @@ async fn a_keyed_hold_sent_to_three_servers_holds_once(backend: Backend) {
 /// old one expired unbooked. Three servers (replicas on PostgreSQL); per round, the booking is
 /// sent a few milliseconds either side of the hold's expiry while new holds are sent every 5 ms
 /// from 20 ms before it to 30 ms after, then 100, 200 and 300 ms after: exactly one of them all
-/// wins the bay (the booking before the expiry; otherwise the first new hold after it).
+/// wins the bay (the booking before the expiry; otherwise the first new hold after it), and a
+/// booking sent after the expiry never does.
 async fn a_booking_as_its_hold_expires_and_new_holds_never_both_win(backend: Backend) {
     use std::time::Duration;
-    let config = autoshop::config::AppConfig { hold_ttl_secs: 1, rate_limit: 0.0, ..test_config() };
+    // Two seconds: a new hold won just after the expiry outlives the waves by far.
+    let config = autoshop::config::AppConfig { hold_ttl_secs: 2, rate_limit: 0.0, ..test_config() };
     let app = Arc::new(TestApp::spawn_with(backend, config.clone()).await);
     let servers = [app.base.clone(), app.spawn_replica_with(config.clone()).await, app.spawn_replica_with(config).await];
     let shop = open_shop(&app, "UTC", 1).await;
@@ -608,5 +610,8 @@ async fn a_booking_as_its_hold_expires_and_new_holds_never_both_win(backend: Bac
         assert!(statuses.iter().all(|s| matches!(s, 201 | 409)), "round {round}: holds {statuses:?}");
         let winners = usize::from(booked == 201) + statuses.iter().filter(|s| **s == 201).count();
         assert_eq!(winners, 1, "round {round} (booking at {offset_ms} ms): booking {booked}, holds {statuses:?}");
+        if offset_ms > 0 {
+            assert_eq!(booked, 409, "round {round}: a booking sent after its hold expired books nothing");
+        }
     }
 }

@@ -37,6 +37,10 @@ struct Shared {
     received: Vec<Received>,
     /// Deliveries answered (a slow receiver answers after it received).
     answered: usize,
+    /// Attempts received and not yet answered, by `webhook-id`, and the most seen at once for
+    /// one id.
+    in_flight: std::collections::HashMap<String, usize>,
+    most_in_flight: usize,
 }
 
 #[derive(Clone)]
@@ -74,6 +78,11 @@ impl Receiver {
     /// `statuses`, in order; later attempts as without it.
     pub fn script_per_delivery(&self, statuses: &[u16]) {
         self.shared.lock().unwrap().per_delivery = statuses.to_vec();
+    }
+
+    /// The most attempts of one delivery the receiver held unanswered at once.
+    pub fn most_in_flight(&self) -> usize {
+        self.shared.lock().unwrap().most_in_flight
     }
 
     pub fn received(&self) -> Vec<Received> {
@@ -125,8 +134,12 @@ async fn receive(State(shared): State<Arc<Mutex<Shared>>>, headers: HeaderMap, b
             Some(status) => *status,
             None => shared.script.pop_front().unwrap_or(shared.then),
         };
+        let in_flight = shared.in_flight.entry(id.clone()).or_default();
+        *in_flight += 1;
+        let now = *in_flight;
+        shared.most_in_flight = shared.most_in_flight.max(now);
         shared.received.push(Received {
-            webhook_id: id,
+            webhook_id: id.clone(),
             timestamp: timestamp.parse().unwrap_or(0),
             signature_ok,
             body: serde_json::from_slice(&body).unwrap_or(Value::Null),
@@ -135,6 +148,9 @@ async fn receive(State(shared): State<Arc<Mutex<Shared>>>, headers: HeaderMap, b
         (status, shared.delay)
     };
     tokio::time::sleep(delay).await;
-    shared.lock().unwrap().answered += 1;
+    let mut shared = shared.lock().unwrap();
+    shared.answered += 1;
+    *shared.in_flight.entry(id).or_default() -= 1;
+    drop(shared);
     StatusCode::from_u16(status).unwrap()
 }

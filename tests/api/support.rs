@@ -364,6 +364,7 @@ pub fn spawn_create(app: &TestApp, base: &str, body: &Value, idempotency_key: Op
 /// `keyed`, every third is sent with the `Idempotency-Key` `{keyed}-{n}` to two servers. Asserts
 /// that every answer is 201 and a keyed repeat answers the same appointment; the ids created.
 pub async fn create_across(app: &TestApp, servers: &[String], bodies: Vec<Value>, keyed: Option<&str>) -> std::collections::BTreeSet<i64> {
+    assert!(keyed.is_none() || servers.len() > 1, "a keyed repeat goes to another server");
     let mut creates = Vec::new();
     for (n, body) in bodies.iter().enumerate() {
         let key = keyed.filter(|_| n % 3 == 0).map(|prefix| format!("{prefix}-{n}"));

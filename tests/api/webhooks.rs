@@ -281,14 +281,18 @@ async fn each_delivery_is_attempted_once_across_replicas(backend: Backend) {
 /// Retries are claimed like first attempts: three servers (replicas on PostgreSQL), all
 /// delivering, and a receiver that fails the first three attempts of every delivery. Each
 /// delivery is attempted exactly four times (the test schedule's last retry), one attempt at a
-/// time (500, 503, 500, then 200), never again after it succeeded, and its log entry counts the
-/// attempts the receiver saw.
+/// time (500, 503, 500, then 200; never two of one delivery in flight at once), never again
+/// after it succeeded, and its log entry counts the attempts the receiver saw.
 async fn retries_across_replicas_attempt_each_delivery_in_turn(backend: Backend) {
-    let app = TestApp::spawn(backend).await;
+    // A database of its own: every server claims every company's deliveries, and another test's
+    // servers stopping mid-attempt would leave this test's deliveries to their lease.
+    let app = TestApp::spawn_isolated(backend, crate::support::test_config()).await;
     let key = app.admin_key.clone();
     let shop = app.create_shop(&key, "Chicago", "America/Chicago").await;
     let receiver = Receiver::start(200).await;
     receiver.script_per_delivery(&[500, 503, 500]);
+    // Each answer takes 50 ms: an attempt made twice at once would be seen in flight twice.
+    receiver.delay(Duration::from_millis(50));
     let hook = subscribe(&app, &receiver, json!(["appointment.created"]), None).await;
     let bases = [app.base.clone(), app.spawn_replica().await, app.spawn_replica().await];
     const N: usize = 60;
@@ -309,6 +313,7 @@ async fn retries_across_replicas_attempt_each_delivery_in_turn(backend: Backend)
         assert_eq!((entry["attempt"].clone(), entry["status_code"].clone()), (json!(4), json!(200)), "{entry}");
     }
     assert!(got.iter().all(|r| r.signature_ok));
+    assert_eq!(receiver.most_in_flight(), 1, "never two attempts of one delivery at once");
 }
 
 /// A webhook deleted while changes are queuing its deliveries: every change still commits (on
