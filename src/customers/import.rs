@@ -73,6 +73,12 @@ pub async fn run(db: &Db, caller: &Caller, file: &[u8], options: ImportOptions) 
     let mut shops = ShopVerdicts::default();
     let existing = store::by_numbers(db, caller.company_id, &numbers).await?;
     let rows = check(db, caller, &header, records, &options, &existing, &mut shops).await?;
+    // A shop a matched customer was in is one the key may write to (it could see the customer
+    // there): a row that named it unchanged was not checked, but may move the customer there
+    // once it changed.
+    for customer in existing.iter().filter(|c| caller.can_see_shop(c.fields.shop_id)) {
+        shops.entry(customer.fields.shop_id).or_insert(false);
+    }
     drop(existing);
     if let Some(summary) = write(Change::begin(db, caller.company_id).await?, rows, Updates::UnlessChanged).await? {
         return Ok(summary);

@@ -229,7 +229,9 @@ async fn update_customer(State(state): State<AppState>, Writer(caller): Writer, 
     let body = body?;
     // First without a lock: the body over the row as read, written only where the row still
     // holds what was read (on the columns the body leaves alone).
-    let fields = merged(&state, &caller, body.clone(), &current).await?;
+    let fields = merged(&state, &caller, body.clone(), &current, &[]).await?;
+    // Shops known good from here on: the one the customer was in, the one the body asked for.
+    let good_shops = [current.fields.shop_id, fields.shop_id];
     let mut change = Change::begin(&state.db, company).await?;
     if_match.verify::<Customer, _>(&current, store::find(change.tx(), company, id)).await?;
     let updated = change
@@ -241,13 +243,15 @@ async fn update_customer(State(state): State<AppState>, Writer(caller): Writer, 
         return Ok(updated);
     }
     // Another write changed the customer since the read: the body again, over the row as it is
-    // now, read locked (it stays so until this write commits).
+    // now, read locked (it stays so until this write commits). Nothing is read from the pool
+    // while the lock is held: the request that waits for a connection must not hold what the
+    // requests holding every connection wait for.
     let mut change = Change::begin(&state.db, company).await?;
     let current = store::find(change.tx(), company, id)
         .await?
         .filter(|c| caller.can_see_shop(c.fields.shop_id))
         .ok_or_else(|| ApiError::not_found("Customer"))?;
-    let fields = merged(&state, &caller, body, &current).await?;
+    let fields = merged(&state, &caller, body, &current, &good_shops).await?;
     if_match.check_current::<Customer>(&current.clone().into())?;
     change
         .finish_with(store::update_query(company, id, &fields), |row: Result<Option<CustomerRow>, DbError>, outbox| {
@@ -257,10 +261,18 @@ async fn update_customer(State(state): State<AppState>, Writer(caller): Writer, 
         .await
 }
 
-/// The fields a PUT's `body` asks for over `current`, validated.
-async fn merged(state: &AppState, caller: &Caller, body: CustomerInput, current: &CustomerRow) -> Result<store::CustomerFields, ApiError> {
+/// The fields a PUT's `body` asks for over `current`, validated. A new shop is read unless it
+/// is one of `good_shops`, checked already. (The body's shop, when it names one, is checked
+/// the first time: the second, locked, pass reads nothing.)
+async fn merged(
+    state: &AppState,
+    caller: &Caller,
+    body: CustomerInput,
+    current: &CustomerRow,
+    good_shops: &[i64],
+) -> Result<store::CustomerFields, ApiError> {
     let (fields, mut reader) = input::read(body, Some(current.fields.clone()));
-    if !reader.errors.has("shop_id") && fields.shop_id != current.fields.shop_id {
+    if !reader.errors.has("shop_id") && fields.shop_id != current.fields.shop_id && !good_shops.contains(&fields.shop_id) {
         scope::body_shop(&state.db, caller, Some(fields.shop_id), &mut reader.errors).await?;
     }
     reader.errors.into_result()?;

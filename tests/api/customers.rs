@@ -10,6 +10,7 @@ crate::backend_tests!(
     updates_keep_omitted_fields,
     a_partial_update_applies_only_to_the_row_it_read,
     concurrent_updates_keep_each_others_fields,
+    concurrent_moves_between_shops_all_land,
     filters_customers,
     sorts_and_paginates_customers,
     adds_details_for_the_whole_page,
@@ -476,4 +477,31 @@ async fn concurrent_updates_keep_each_others_fields(backend: Backend) {
         }
     }
     assert!(lost.is_empty(), "updates lost: {lost:?}");
+}
+
+/// Ten updates of one customer sent together to one server, each moving it to one of two shops
+/// and setting a field: all of them land (none waits out the pool for a read while it holds a
+/// connection and the row's lock, which the requests holding the rest of the pool wait for),
+/// and each one's field is kept.
+async fn concurrent_moves_between_shops_all_land(backend: Backend) {
+    let config = autoshop::config::AppConfig { rate_limit: 0.0, ..crate::support::test_config() };
+    let app = TestApp::spawn_with(backend, config).await;
+    let key = app.admin_key.clone();
+    let shops = [app.create_shop(&key, "A", "UTC").await, app.create_shop(&key, "B", "UTC").await];
+    let id = create_customer(&app, &key, shops[0], "Ann", "Lee", json!({})).await;
+    // Each update sets a field of its own: every guarded write after the first finds the row
+    // changed, and most go on to the locked write.
+    let fields = ["first_name", "last_name", "business_name", "address", "city", "state", "zip", "comments", "customer_type", "cell_provider"];
+    for round in 0..20 {
+        let puts = fields.iter().enumerate().map(|(n, field)| {
+            let body = json!({"shop_id": shops[n % 2], *field: format!("{round}-{n}")});
+            app.client.put(format!("{}/api/v1/customers/{id}", app.base)).bearer_auth(&key).json(&body)
+        });
+        let statuses = together(puts.collect()).await;
+        assert!(statuses.iter().all(|s| *s == 200), "round {round}: {statuses:?}");
+        let customer = app.get(&key, &format!("/api/v1/customers/{id}")).await.ok().clone();
+        for (n, field) in fields.iter().enumerate() {
+            assert_eq!(customer[field], json!(format!("{round}-{n}")), "round {round}: every update's field kept");
+        }
+    }
 }
