@@ -176,34 +176,27 @@ async fn update_appointment(State(state): State<AppState>, Writer(caller): Write
     }
     let company = caller.company_id;
     // Over the row as read outside the transaction, written only while it still holds that: an
-    // omitted optional field keeps the value it has when the update is written. Validation
-    // reads (the shop, the customer) use a connection of their own, so they run while this
-    // request holds none: a request holding a row lock and waiting for a second connection
-    // could wait for the pool, all of it held by requests waiting for that lock. A row that
-    // keeps changing under the guarded write is read and validated again a few times.
-    let mut current = current;
-    for _ in 0..OPTIMISTIC_TRIES {
-        let valid = validation::validate(&state.db, &state.shops, &caller, input.clone(), Some(&current)).await?;
-        let mut change = Change::begin(&state.db, company).await?;
-        if if_match.is_present() {
-            let locked = store::find(change.tx(), company, current.id).await?;
-            // Deleted meanwhile: read-only whatever If-Match says (409, not 412).
-            if locked.as_ref().is_some_and(|a| a.deleted_at.is_some()) {
-                return Err(deleted_is_read_only());
-            }
-            if_match.check::<Appointment>(&current.clone().into(), locked.map(Appointment::from).as_ref())?;
-        }
-        let column_title = valid.column_title.clone();
-        let update = store::update_unless_changed(company, current.id, &current.fields, &valid.fields);
-        if let Some(updated) = change.finish_with(update, move |row, outbox| row?.map(|row| recorded(row, column_title, outbox)).transpose()).await? {
-            return Ok(updated);
-        }
-        current = visible(&state, &caller, &id).await?;
-        if current.deleted_at.is_some() {
+    // omitted optional field keeps the value it has when the update is written.
+    let valid = validation::validate(&state.db, &state.shops, &caller, input.clone(), Some(&current)).await?;
+    let mut change = Change::begin(&state.db, company).await?;
+    if if_match.is_present() {
+        let locked = store::find(change.tx(), company, current.id).await?;
+        // Deleted meanwhile: read-only whatever If-Match says (409, not 412).
+        if locked.as_ref().is_some_and(|a| a.deleted_at.is_some()) {
             return Err(deleted_is_read_only());
         }
+        if_match.check::<Appointment>(&current.clone().into(), locked.map(Appointment::from).as_ref())?;
     }
-    // Still changing: validated again over the row read locked.
+    let column_title = valid.column_title.clone();
+    let update = store::update_unless_changed(company, current.id, &current.fields, &valid.fields);
+    if let Some(updated) = change.finish_with(update, move |row, outbox| row?.map(|row| recorded(row, column_title, outbox)).transpose()).await? {
+        return Ok(updated);
+    }
+    // Changed since: validated again over the row read locked (it stays so until this write
+    // commits), with what the body names read before the lock. Nothing is read from the pool
+    // while the lock is held: the request waiting for a connection must not hold what the
+    // requests holding every connection wait for.
+    let named = validation::References::read(&state.db, &state.shops, &caller, &input, None).await?;
     let mut change = Change::begin(&state.db, company).await?;
     let current = store::find(change.tx(), company, current.id)
         .await?
@@ -212,7 +205,7 @@ async fn update_appointment(State(state): State<AppState>, Writer(caller): Write
     if current.deleted_at.is_some() {
         return Err(deleted_is_read_only());
     }
-    let valid = validation::validate(&state.db, &state.shops, &caller, input, Some(&current)).await?;
+    let valid = validation::check(named, input, Some(&current))?;
     if_match.check_current::<Appointment>(&current.clone().into())?;
     let column_title = valid.column_title;
     change
@@ -221,9 +214,6 @@ async fn update_appointment(State(state): State<AppState>, Writer(caller): Write
         })
         .await
 }
-
-/// Guarded writes an update tries before it locks the row (see `update_appointment`).
-const OPTIMISTIC_TRIES: usize = 8;
 
 /// The answer to an update that wrote `row`, with its event.
 fn recorded(mut row: store::AppointmentRow, column_title: Option<String>, outbox: &mut crate::change::Outbox) -> Result<One<Appointment>, ApiError> {

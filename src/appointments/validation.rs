@@ -58,24 +58,63 @@ pub async fn validate(
     db: &Db,
     shops: &ShopCache,
     caller: &Caller,
-    mut input: AppointmentInput,
+    input: AppointmentInput,
     current: Option<&AppointmentRow>,
 ) -> Result<Validated, ApiError> {
-    let mut errors = FieldErrors::default();
-    let stored = current.map(|c| &c.fields);
+    let linked = current.and_then(|c| c.fields.customer_id);
+    let named = References::read(db, shops, caller, &input, linked).await?;
+    check(named, input, current)
+}
 
-    // The shop (its zone reads local dates) with its bays (a bay named by title), mostly from
-    // the replica's cache, and the customer (fills names and e-mail).
-    let (shop, bays): (Option<ShopRow>, Option<Vec<(i64, String)>>) = match &input.shop_id {
-        Patch::Value(id) => scope::body_shop_with_bays(db, shops, caller, *id, &mut errors).await?.unzip(),
-        _ => {
-            errors.add("shop_id", "The shop_id field is required.");
-            (None, None)
-        }
-    };
+/// What a body names that lives in other rows, read before its write (so that a write holding
+/// a lock reads nothing more): the shop (its zone reads local dates) with its bays (a bay named
+/// by title), mostly from the replica's cache, and the customer it links (fills names and
+/// e-mail).
+pub struct References {
+    shop: Option<(ShopRow, Vec<(i64, String)>)>,
+    shop_errors: FieldErrors,
+    customer: Lookup,
+}
+
+/// The customer a body names, as read.
+enum Lookup {
+    /// The body names none.
+    NoneNamed,
+    /// Not read: the appointment was linked to it already.
+    Skipped(i64),
+    /// Read: `None` when unknown or in a shop the key may not see.
+    Read(i64, Option<CustomerRow>),
+}
+
+impl References {
+    /// Reads what `input` names; the customer unless it is `linked`, the one the appointment
+    /// is linked to (`None`: read it whatever it is).
+    pub async fn read(db: &Db, shops: &ShopCache, caller: &Caller, input: &AppointmentInput, linked: Option<i64>) -> Result<References, ApiError> {
+        let mut shop_errors = FieldErrors::default();
+        let shop = match &input.shop_id {
+            Patch::Value(id) => scope::body_shop_with_bays(db, shops, caller, *id, &mut shop_errors).await?,
+            _ => None,
+        };
+        let customer = match input.customer_id {
+            Patch::Value(id) if linked == Some(id) => Lookup::Skipped(id),
+            Patch::Value(id) => Lookup::Read(id, customers::find(db, caller.company_id, id).await?.filter(|c| caller.can_see_shop(c.fields.shop_id))),
+            _ => Lookup::NoneNamed,
+        };
+        Ok(References { shop, shop_errors, customer })
+    }
+}
+
+/// Validates `input` over `current` with what it names, read already: reads nothing.
+pub fn check(named: References, mut input: AppointmentInput, current: Option<&AppointmentRow>) -> Result<Validated, ApiError> {
+    let References { shop, shop_errors: mut errors, customer } = named;
+    let stored = current.map(|c| &c.fields);
+    if !matches!(input.shop_id, Patch::Value(_)) {
+        errors.add("shop_id", "The shop_id field is required.");
+    }
+    let (shop, bays) = shop.unzip();
     let bays = bays.unwrap_or_default();
     let tz = shop.as_ref().map(ShopRow::tz).unwrap_or(chrono_tz::UTC);
-    let new_customer = linked_customer(db, caller, &input.customer_id, stored, &mut errors).await?;
+    let new_customer = linked_customer(&mut errors, customer, stored)?;
     let customer_id = input.customer_id.clone().apply(stored.and_then(|c| c.customer_id));
     let start_at = start(&mut errors, std::mem::take(&mut input.date), tz);
     let vehicle = vehicle_and_phones(&mut errors, &mut input);
@@ -123,23 +162,21 @@ pub async fn validate(
     Ok(Validated { fields, column_title })
 }
 
-/// The customer a body links anew (one the key may see), whose names and e-mail fill omitted ones.
-async fn linked_customer(
-    db: &Db,
-    caller: &Caller,
-    customer_id: &Patch<i64>,
-    stored: Option<&AppointmentFields>,
-    errors: &mut FieldErrors,
-) -> Result<Option<CustomerRow>, ApiError> {
-    let Patch::Value(id) = *customer_id else { return Ok(None) };
-    if stored.and_then(|c| c.customer_id) == Some(id) {
-        return Ok(None);
+/// The customer a body links anew (one the key may see), whose names and e-mail fill omitted
+/// ones; `None` when it names none or the one `stored` links already.
+fn linked_customer(errors: &mut FieldErrors, named: Lookup, stored: Option<&AppointmentFields>) -> Result<Option<CustomerRow>, ApiError> {
+    let already = |id| stored.and_then(|c| c.customer_id) == Some(id);
+    match named {
+        Lookup::NoneNamed => Ok(None),
+        Lookup::Skipped(id) | Lookup::Read(id, _) if already(id) => Ok(None),
+        Lookup::Skipped(_) => Err(ApiError::Internal("an appointment validated against a customer it did not read".into())),
+        Lookup::Read(_, found) => {
+            if found.is_none() {
+                errors.add("customer_id", "The selected customer_id is invalid.");
+            }
+            Ok(found)
+        }
     }
-    let found = customers::find(db, caller.company_id, id).await?.filter(|c| caller.can_see_shop(c.fields.shop_id));
-    if found.is_none() {
-        errors.add("customer_id", "The selected customer_id is invalid.");
-    }
-    Ok(found)
 }
 
 /// The start: an RFC 3339 date-time, or a local one read in the shop's zone.

@@ -13,6 +13,7 @@ crate::backend_tests!(
     customer_details_list_appointments_and_vehicles,
     embedded_records_are_written_as_their_own_routes_write_them,
     concurrent_updates_keep_each_others_optional_fields,
+    concurrent_relinks_to_customers_all_land,
 );
 
 /// A minimal valid body: the required fields, phones empty.
@@ -429,4 +430,42 @@ async fn concurrent_updates_keep_each_others_optional_fields(backend: Backend) {
         }
     }
     assert!(lost.is_empty(), "updates lost: {lost:?}");
+}
+
+/// Seven updates of one appointment sent together to one server, each linking it to one of two
+/// customers (a customer is read to validate the link) and setting an optional field of its
+/// own: all of them land, none waiting out the pool for that read while it holds a connection
+/// and the row's lock, which the requests holding the rest of the pool wait for; each one's
+/// field is kept.
+async fn concurrent_relinks_to_customers_all_land(backend: Backend) {
+    let config = autoshop::config::AppConfig { rate_limit: 0.0, ..crate::support::test_config() };
+    let app = TestApp::spawn_with(backend, config).await;
+    let key = app.admin_key.clone();
+    let shop = app.create_shop(&key, "A", "America/Chicago").await;
+    let customers = [
+        create_customer(&app, &key, shop, "Ann", "Lee", "ann@example.com").await,
+        create_customer(&app, &key, shop, "Bo", "Kim", "bo@example.com").await,
+    ];
+    let date = "2026-07-09T08:30:00";
+    let id = create(&app, &key, body(shop, date)).await["appointment_id"].as_i64().unwrap();
+    let fields = ["reason", "status", "vehicle_id", "repair_order_id", "employee_id", "done", "hours"];
+    let value = |field: &str, round: usize| match field {
+        "vehicle_id" | "repair_order_id" | "employee_id" => json!(round + 1),
+        "done" => json!(round.is_multiple_of(2)),
+        "hours" => json!(round as f64 / 2.0 + 0.5),
+        _ => json!(format!("{field} {round}")),
+    };
+    for round in 0..20 {
+        let puts = fields.iter().enumerate().map(|(n, field)| {
+            let extra = json!({ *field: value(field, round), "customer_id": customers[(n + round) % 2] });
+            app.client.put(format!("{}/api/v1/appointments/{id}", app.base)).bearer_auth(&key).json(&body_with(shop, date, extra))
+        });
+        let statuses = crate::support::together(puts.collect()).await;
+        assert!(statuses.iter().all(|s| *s == 200), "round {round}: {statuses:?}");
+        let now = app.get(&key, &format!("/api/v1/appointments/{id}")).await.ok().clone();
+        for field in fields {
+            let shown = if field == "vehicle_id" { &now["vehicle"]["vehicle_id"] } else { &now[field] };
+            assert_eq!(*shown, value(field, round), "round {round}: {field} kept");
+        }
+    }
 }
