@@ -83,7 +83,7 @@ enum Lookup {
     /// Not read: the appointment was linked to it already.
     Skipped(i64),
     /// Read: `None` when unknown or in a shop the key may not see.
-    Read(i64, Option<CustomerRow>),
+    Read(i64, Option<Box<CustomerRow>>),
 }
 
 impl References {
@@ -97,7 +97,7 @@ impl References {
         };
         let customer = match input.customer_id {
             Patch::Value(id) if linked == Some(id) => Lookup::Skipped(id),
-            Patch::Value(id) => Lookup::Read(id, customers::find(db, caller.company_id, id).await?.filter(|c| caller.can_see_shop(c.fields.shop_id))),
+            Patch::Value(id) => Lookup::Read(id, customers::find(db, caller.company_id, id).await?.filter(|c| caller.can_see_shop(c.fields.shop_id)).map(Box::new)),
             _ => Lookup::NoneNamed,
         };
         Ok(References { shop, shop_errors, customer })
@@ -174,7 +174,7 @@ fn linked_customer(errors: &mut FieldErrors, named: Lookup, stored: Option<&Appo
             if found.is_none() {
                 errors.add("customer_id", "The selected customer_id is invalid.");
             }
-            Ok(found)
+            Ok(found.map(|customer| *customer))
         }
     }
 }
