@@ -143,16 +143,19 @@ impl IfMatch {
     /// Checks the condition against the representation the handler read before its
     /// transaction (`seen`) and the one it read, locked, inside it (`locked`; `None`: gone).
     /// Both must be the same representation, and it must match: the write then applies to
-    /// exactly what the client saw.
+    /// exactly what the client saw. `*` asks only that the resource exist: a change since
+    /// `seen` is then the write's to handle, as without the header.
     pub fn check<T: Serialize>(&self, seen: &T, locked: Option<&T>) -> Result<(), ApiError> {
         let Some(condition) = &self.0 else {
             return Ok(());
         };
-        let seen = etag_of(seen)?;
-        let now = match locked {
-            Some(locked) => etag_of(locked)?,
-            None => return Err(precondition_failed()),
+        let Some(locked) = locked else {
+            return Err(precondition_failed());
         };
+        if *condition == TagList::Any {
+            return Ok(());
+        }
+        let (seen, now) = (etag_of(seen)?, etag_of(locked)?);
         if now != seen || !condition.matches_strongly(&now) {
             return Err(precondition_failed());
         }

@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use crate::{
     events_recorded::{feed_end, nothing_recorded, recorded_since},
     appointments::{body, body_with, create_customer},
-    support::{Backend, TestApp},
+    support::{Backend, HeldWrite, TestApp},
 };
 
 crate::backend_tests!(
@@ -23,6 +23,7 @@ crate::backend_tests!(
     racing_writers_holding_one_etag_have_one_winner,
     a_put_and_a_delete_holding_one_etag_have_one_winner,
     etags_change_exactly_when_the_representation_does,
+    if_match_star_writes_over_a_change_made_while_it_waited,
 );
 
 fn ship_to_body(number: &str, name: &str) -> Value {
@@ -356,6 +357,45 @@ async fn etags_change_exactly_when_the_representation_does(backend: Backend) {
                 assert_eq!(seen, now.body, "{sequence:?}: one ETag, two bodies");
             }
             (tag, last) = (now_tag, now.body);
+        }
+    }
+}
+
+/// `If-Match: *` is "whatever the resource is now": a PUT that waits while another write
+/// changes the appointment (the test's transaction, committed while the PUT waits) still lands,
+/// over the row as it is then (the other write's field kept); the same race with the ETag the
+/// client read is a 412.
+async fn if_match_star_writes_over_a_change_made_while_it_waited(backend: Backend) {
+    let app = Arc::new(TestApp::spawn(backend).await);
+    let shop = app.create_shop(&app.admin_key, "Star", "UTC").await;
+    let date = "2030-01-07T09:00:00Z";
+    let id = crate::appointments::create_id(&app, &app.admin_key, body(shop, date)).await;
+    let path = format!("/api/v1/appointments/{id}");
+    for (round, condition) in ["*", "seen"].into_iter().enumerate() {
+        let seen = get(&app, &path, &[]).await.etag.unwrap();
+        let condition = if condition == "*" { condition.to_owned() } else { seen };
+        let held = HeldWrite::begin(&app).await;
+        held.lock_row_on_postgres("appointments", app.company_id, id).await;
+        let employee = 40 + round as i64;
+        held.run("UPDATE appointments SET employee_id = $1 WHERE company_id = $2 AND id = $3", &[employee, app.company_id, id]).await;
+        let put = {
+            let (app, path, condition) = (app.clone(), path.clone(), condition.clone());
+            let new_body = body_with(shop, date, json!({"repair_order_id": 70 + round}));
+            tokio::spawn(async move { send(&app, &app.base, Method::PUT, &path, &[("if-match", &condition)], Some(&new_body)).await })
+        };
+        tokio::time::sleep(std::time::Duration::from_millis(400)).await;
+        assert!(!put.is_finished(), "the PUT waits for the row");
+        held.commit().await;
+        let put = put.await.unwrap();
+        let stored = get(&app, &path, &[]).await.json();
+        assert_eq!(stored["employee_id"], json!(employee), "the other write's field is kept");
+        if condition == "*" {
+            assert_eq!(put.status, StatusCode::OK, "{}", put.body);
+            assert_eq!(put.json()["employee_id"], json!(employee), "written over the row as it was then");
+            assert_eq!(stored["repair_order_id"], json!(70 + round));
+        } else {
+            assert_eq!(put.status, StatusCode::PRECONDITION_FAILED, "{}", put.body);
+            assert_ne!(stored["repair_order_id"], json!(70 + round), "nothing written");
         }
     }
 }
