@@ -432,11 +432,11 @@ async fn concurrent_updates_keep_each_others_optional_fields(backend: Backend) {
     assert!(lost.is_empty(), "updates lost: {lost:?}");
 }
 
-/// Seven updates of one appointment sent together to one server, each linking it to one of two
-/// customers (a customer is read to validate the link) and setting an optional field of its
-/// own: all of them land, none waiting out the pool for that read while it holds a connection
-/// and the row's lock, which the requests holding the rest of the pool wait for; each one's
-/// field is kept.
+/// Fourteen updates of one appointment sent together to one server, each linking it to one of
+/// two customers (a customer is read to validate the link) and setting one of seven optional
+/// fields (two updates each, with one value): all of them land, none waiting out the pool for
+/// that read while it holds a connection and the row's lock, which the requests holding the rest
+/// of the pool wait for; every field is kept.
 async fn concurrent_relinks_to_customers_all_land(backend: Backend) {
     let config = autoshop::config::AppConfig { rate_limit: 0.0, ..crate::support::test_config() };
     let app = TestApp::spawn_with(backend, config).await;
@@ -456,8 +456,9 @@ async fn concurrent_relinks_to_customers_all_land(backend: Backend) {
         _ => json!(format!("{field} {round}")),
     };
     for round in 0..20 {
-        let puts = fields.iter().enumerate().map(|(n, field)| {
-            let extra = json!({ *field: value(field, round), "customer_id": customers[(n + round) % 2] });
+        let puts = (0..2 * fields.len()).map(|n| {
+            let field = fields[n % fields.len()];
+            let extra = json!({ field: value(field, round), "customer_id": customers[(n / fields.len() + n + round) % 2] });
             app.client.put(format!("{}/api/v1/appointments/{id}", app.base)).bearer_auth(&key).json(&body_with(shop, date, extra))
         });
         let statuses = crate::support::together(puts.collect()).await;
