@@ -76,7 +76,9 @@ async fn create_bay(State(state): State<AppState>, Admin(caller): Admin, JsonBod
 async fn update_bay(State(state): State<AppState>, Admin(caller): Admin, put: Replace<BayInput>) -> Result<One<Bay>, ApiError> {
     let Replace { id, if_match, input } = put;
     let current = visible_bay(&state, &caller, &id).await?;
-    let fields = validate_bay(&state, &caller, input?, Some(&current)).await?;
+    let input = input?;
+    let (order, active) = (input.order, input.active);
+    let mut fields = validate_bay(&state, &caller, input, Some(&current)).await?;
     let mut change = Change::begin(&state.db, caller.company_id).await?;
     // An appointment's bay belongs to the appointment's shop, a hold's to the hold's: checked in
     // the write's transaction, on the bay's shop as it is then, so neither a hold made meanwhile
@@ -92,6 +94,9 @@ async fn update_bay(State(state): State<AppState>, Admin(caller): Admin, put: Re
         store::Move::Stays | store::Move::From(_) => {}
     }
     if_match.verify::<Bay, _>(&current, store::find(change.tx(), caller.company_id, current.id)).await?;
+    // An omitted `order` or `active` keeps the value it has now, not the one read before.
+    let (stored_order, stored_active) = store::order_and_active(change.tx(), caller.company_id, current.id).await?.ok_or_else(|| ApiError::not_found("Bay"))?;
+    (fields.order, fields.active) = (order.unwrap_or(stored_order), active.unwrap_or(stored_active));
     let bay = Bay::from(
         store::update(change.tx(), caller.company_id, current.id, &fields)
             .await

@@ -123,6 +123,12 @@ pub async fn move_blocked(tx: &mut Tx, company_id: i64, bay_id: i64, to_shop: i6
     Ok(if tx.fetch_optional::<(i64,)>(&q).await?.is_some() { Move::Blocked } else { Move::From(from_shop) })
 }
 
+/// A bay's `sort_order` and `active` as they are now, inside a change that locked the bay
+/// ([`move_blocked`]): what a PUT that omits them keeps.
+pub async fn order_and_active(tx: &mut Tx, company_id: i64, bay_id: i64) -> Result<Option<(i64, bool)>, DbError> {
+    tx.fetch_optional(&Query::new("SELECT sort_order, active FROM bays WHERE company_id = $1 AND id = $2").bind(company_id).bind(bay_id)).await
+}
+
 /// What [`move_blocked`] found.
 pub enum Move {
     /// The bay is in the shop the PUT names.

@@ -151,7 +151,8 @@ pub async fn create(change: &mut Change, fields: &ShopFields) -> Result<store::S
 async fn update_shop(State(state): State<AppState>, Admin(caller): Admin, put: Replace<ShopInput>) -> Result<One<ShopInfo>, ApiError> {
     let Replace { id, if_match, input } = put;
     let current = scope::visible_shop(&state.db, &caller, path_id(&id, "Shop")?).await?;
-    let fields = input?.into_fields(Some(current.fields.clone())).map_err(ApiError::Validation)?;
+    let input = input?;
+    input.clone().into_fields(Some(current.fields.clone())).map_err(ApiError::Validation)?;
     // A new time zone moves the shop-local date and time stored with each appointment; both
     // changes commit together.
     // One `shop.updated` event stands for the re-localised appointments too (docs/api.md).
@@ -160,6 +161,9 @@ async fn update_shop(State(state): State<AppState>, Admin(caller): Admin, put: R
     // concurrent zone change would be undone without its appointments following.
     let stored = store::find(change.tx(), caller.company_id, current.id).await?.ok_or_else(|| ApiError::not_found("Shop"))?;
     if_match.verify::<ShopInfo, _>(&current, async { Ok(Some(stored.clone())) }).await?;
+    // Omitted fields keep what they hold now, not what they held when `current` was read (valid
+    // over that, the body is valid over this: every stored value passed the same checks).
+    let fields = input.into_fields(Some(stored.fields.clone())).map_err(ApiError::Validation)?;
     let shop = store::update(change.tx(), caller.company_id, current.id, &fields).await?.ok_or_else(|| ApiError::not_found("Shop"))?;
     if shop.fields.timezone != stored.fields.timezone {
         crate::appointments::store::relocalize_shop(change.tx(), caller.company_id, shop.id, shop.tz()).await?;

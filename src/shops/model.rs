@@ -13,7 +13,7 @@ use super::store::ShopRow;
 
 /// Body of `POST /api/v1/shops` and `PUT /api/v1/shops/{id}`: only `name` is required. PUT
 /// validates like create; omitted (or null) optional fields keep their stored value there.
-#[derive(Debug, Default, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Default, Deserialize, ToSchema)]
 pub struct ShopInput {
     #[schema(required, nullable = false, max_length = 255, pattern = r"\S")]
     pub name: Option<String>,

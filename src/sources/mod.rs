@@ -77,9 +77,15 @@ async fn update_source(State(state): State<AppState>, Admin(caller): Admin, put:
     let input = input?;
     let (shop_id, name) = validate_source(&state, &caller, &input).await?;
     let mut change = Change::begin(&state.db, caller.company_id).await?;
-    if_match.verify::<Source, _>(&current, store::find(change.tx(), caller.company_id, current.id)).await?;
+    // The source as it is now, locked: moved meanwhile to a shop this key may not see, it is not
+    // this key's to change; an omitted `active` keeps the value it holds now.
+    let stored = store::find(change.tx(), caller.company_id, current.id)
+        .await?
+        .filter(|s| caller.can_see_shop(s.shop_id))
+        .ok_or_else(|| ApiError::not_found("Source"))?;
+    if_match.verify::<Source, _>(&current, async { Ok(Some(stored.clone())) }).await?;
     let source = Source::from(
-        store::update(change.tx(), caller.company_id, current.id, shop_id, &name, input.active.unwrap_or(current.active))
+        store::update(change.tx(), caller.company_id, current.id, shop_id, &name, input.active.unwrap_or(stored.active))
             .await
             .map_err(unique_as_invalid("name"))?
             .ok_or_else(|| ApiError::not_found("Source"))?,

@@ -5,6 +5,7 @@ use std::{sync::Arc, time::Duration};
 use crate::support::{Backend, HeldWrite, TestApp};
 
 crate::backend_tests!(
+    a_bay_put_keeps_what_omitted_fields_hold_when_it_lands,
     lists_bays_with_defaults_filters_and_sorts,
     paginates_bays_with_links_and_edges,
     creates_and_updates_bays_with_validation,
@@ -273,4 +274,21 @@ async fn an_appointment_never_lands_on_a_bay_that_left_its_shop(backend: Backend
         let refused = held.try_run(sql, &params).await;
         assert!(refused.as_ref().is_err_and(|e| e.contains("appointments_bay_in_shop")), "{sql}: {refused:?}");
     }
+}
+
+/// A bay PUT that read the bay before another write switched it off, and lands after that write
+/// committed: the omitted `active` keeps the other write's value.
+async fn a_bay_put_keeps_what_omitted_fields_hold_when_it_lands(backend: Backend) {
+    let app = Arc::new(TestApp::spawn(backend).await);
+    let key = app.admin_key.clone();
+    let shop = app.create_shop(&key, "A", "UTC").await;
+    let bay = app.create_bay(&key, shop, "Lift 1", 3).await;
+    let held = HeldWrite::begin(&app).await;
+    held.lock_row_on_postgres("bays", app.company_id, bay).await;
+    held.run("UPDATE bays SET active = false WHERE company_id = $1 AND id = $2", &[app.company_id, bay]).await;
+    let put = crate::support::put_across(&app, held, &key, &format!("/api/v1/bays/{bay}"), json!({"shop_id": shop, "title": "Lift One"})).await;
+    assert_eq!(
+        (put.ok()["title"].clone(), put.body["active"].clone(), put.body["order"].clone()),
+        (json!("Lift One"), json!(false), json!(3))
+    );
 }

@@ -10,6 +10,7 @@ crate::backend_tests!(
     shop_hours_are_answered_in_the_zone_the_shop_has_when_they_are_written,
     sources_start_with_defaults_and_filter,
     sources_admin_writes,
+    a_source_put_writes_over_the_source_as_it_is_when_it_lands,
     shop_info_embeds_lists_on_request,
 );
 
@@ -201,6 +202,32 @@ async fn sources_admin_writes(backend: Backend) {
     let r = app.put(key, &format!("/api/v1/settings/sources/{id}"), json!({"shop_id": shop, "name": "Walk in"})).await;
     assert_eq!((r.ok()["name"].as_str(), r.body["active"].as_bool()), (Some("Walk in"), Some(false)));
     assert_eq!(app.get(key, &format!("/api/v1/settings/sources/{id}")).await.body["name"], "Walk in");
+}
+
+/// A source PUT that read the source before another write changed it, and lands after that
+/// write committed, writes over the source as it is then: an omitted `active` keeps the value the
+/// other write gave it, and a key limited to shop A no longer reaches a source moved meanwhile to
+/// shop B (404; the source stays in B).
+async fn a_source_put_writes_over_the_source_as_it_is_when_it_lands(backend: Backend) {
+    let app = std::sync::Arc::new(TestApp::spawn(backend).await);
+    let key = app.admin_key.clone();
+    let (a, b) = (app.create_shop(&key, "A", "UTC").await, app.create_shop(&key, "B", "UTC").await);
+    let a_admin = app.create_key(&key, "admin", Some(vec![a])).await;
+    let id = app.post(&key, "/api/v1/settings/sources", json!({"shop_id": a, "name": "Walk-in"})).await.body["id"].as_i64().unwrap();
+    let path = format!("/api/v1/settings/sources/{id}");
+
+    let held = HeldWrite::begin(&app).await;
+    held.lock_row_on_postgres("sources", app.company_id, id).await;
+    held.run("UPDATE sources SET active = false WHERE company_id = $1 AND id = $2", &[app.company_id, id]).await;
+    let put = crate::support::put_across(&app, held, &key, &path, json!({"shop_id": a, "name": "Walk in"})).await;
+    assert_eq!(put.ok()["active"], json!(false), "the omitted active keeps the value it has when the PUT lands");
+
+    let held = HeldWrite::begin(&app).await;
+    held.lock_row_on_postgres("sources", app.company_id, id).await;
+    held.run("UPDATE sources SET shop_id = $1 WHERE company_id = $2 AND id = $3", &[b, app.company_id, id]).await;
+    crate::support::put_across(&app, held, &a_admin, &path, json!({"shop_id": a, "name": "Front desk"})).await.problem(404);
+    let stored = app.get(&key, &path).await.ok().clone();
+    assert_eq!((stored["shop_id"].clone(), stored["name"].clone()), (json!(b), json!("Walk in")));
 }
 
 async fn shop_info_embeds_lists_on_request(backend: Backend) {

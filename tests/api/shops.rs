@@ -1,8 +1,12 @@
 use serde_json::json;
 
-use crate::support::{Backend, TestApp};
+use crate::support::{Backend, HeldWrite, TestApp};
 
-crate::backend_tests!(creates_and_updates_shops_with_validation, lists_the_time_zones_a_shop_accepts);
+crate::backend_tests!(
+    creates_and_updates_shops_with_validation,
+    lists_the_time_zones_a_shop_accepts,
+    a_shop_put_keeps_what_omitted_fields_hold_when_it_lands,
+);
 
 async fn creates_and_updates_shops_with_validation(backend: Backend) {
     let app = TestApp::spawn(backend).await;
@@ -67,4 +71,18 @@ async fn lists_the_time_zones_a_shop_accepts(backend: Backend) {
         assert_eq!(r.ok()["timezone"], name);
     }
     app.post(key, "/api/v1/shops", json!({"name": "x", "timezone": "america/chicago"})).await.invalid("timezone");
+}
+
+/// A shop PUT that read the shop before another write changed its phone, and lands after that
+/// write committed: the omitted phone keeps the other write's value (the rename is not written
+/// over the shop as first read).
+async fn a_shop_put_keeps_what_omitted_fields_hold_when_it_lands(backend: Backend) {
+    let app = std::sync::Arc::new(TestApp::spawn(backend).await);
+    let key = app.admin_key.clone();
+    let shop = app.create_shop(&key, "North", "America/Chicago").await;
+    let held = HeldWrite::begin(&app).await;
+    held.lock_row_on_postgres("shops", app.company_id, shop).await;
+    held.run("UPDATE shops SET phone = '555-0199' WHERE company_id = $1 AND id = $2", &[app.company_id, shop]).await;
+    let put = crate::support::put_across(&app, held, &key, &format!("/api/v1/shops/{shop}"), json!({"name": "North Side"})).await;
+    assert_eq!((put.ok()["name"].clone(), put.body["phone"].clone()), (json!("North Side"), json!("555-0199")));
 }

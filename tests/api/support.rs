@@ -392,6 +392,20 @@ pub enum HeldWrite {
     Sqlite(std::sync::Mutex<rusqlite::Connection>),
 }
 
+/// Sends `PUT path` with `body` while `held` holds a change of the same row, commits that
+/// change once the PUT has waited 400 ms for it, and returns the PUT's answer: a write that
+/// read the row before the change and lands after it.
+pub async fn put_across(app: &std::sync::Arc<TestApp>, held: HeldWrite, key: &str, path: &str, body: Value) -> Resp {
+    let put = {
+        let (app, key, path) = (app.clone(), key.to_owned(), path.to_owned());
+        tokio::spawn(async move { app.put(&key, &path, body).await })
+    };
+    tokio::time::sleep(std::time::Duration::from_millis(400)).await;
+    assert!(!put.is_finished(), "the PUT waits for the row");
+    held.commit().await;
+    put.await.unwrap()
+}
+
 impl HeldWrite {
     pub async fn begin(app: &TestApp) -> HeldWrite {
         use sqlx::{Connection, Executor};
