@@ -383,7 +383,7 @@ async fn if_match_star_writes_over_a_change_made_while_it_waited(backend: Backen
             let new_body = body_with(shop, date, json!({"repair_order_id": 70 + round}));
             tokio::spawn(async move { send(&app, &app.base, Method::PUT, &path, &[("if-match", &condition)], Some(&new_body)).await })
         };
-        tokio::time::sleep(std::time::Duration::from_millis(400)).await;
+        held.await_a_waiter(&app).await;
         assert!(!put.is_finished(), "the PUT waits for the row");
         held.commit().await;
         let put = put.await.unwrap();

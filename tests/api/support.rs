@@ -393,14 +393,14 @@ pub enum HeldWrite {
 }
 
 /// Sends `PUT path` with `body` while `held` holds a change of the same row, commits that
-/// change once the PUT has waited 400 ms for it, and returns the PUT's answer: a write that
-/// read the row before the change and lands after it.
+/// change once the PUT waits for it ([`HeldWrite::await_a_waiter`]), and returns the PUT's
+/// answer: a write that read the row before the change and lands after it.
 pub async fn put_across(app: &std::sync::Arc<TestApp>, held: HeldWrite, key: &str, path: &str, body: Value) -> Resp {
     let put = {
         let (app, key, path) = (app.clone(), key.to_owned(), path.to_owned());
         tokio::spawn(async move { app.put(&key, &path, body).await })
     };
-    tokio::time::sleep(std::time::Duration::from_millis(400)).await;
+    held.await_a_waiter(app).await;
     assert!(!put.is_finished(), "the PUT waits for the row");
     held.commit().await;
     put.await.unwrap()
@@ -455,6 +455,24 @@ impl HeldWrite {
             let rows = sqlx::query(sqlx::AssertSqlSafe(lock)).bind(company_id).bind(id).fetch_all(&mut *conn.lock().await).await.unwrap();
             assert_eq!(rows.len(), 1, "{table} {id} exists");
         }
+    }
+
+    /// Returns once a request waits for this change: on PostgreSQL, once a backend is blocked
+    /// by this one (within 10 s, else the test fails); on SQLite, which shows no waiter, after
+    /// 400 ms.
+    pub async fn await_a_waiter(&self, app: &TestApp) {
+        let HeldWrite::Postgres(conn) = self else {
+            return tokio::time::sleep(std::time::Duration::from_millis(400)).await;
+        };
+        let (pid,): (i32,) = sqlx::query_as("SELECT pg_backend_pid()").fetch_one(&mut *conn.lock().await).await.unwrap();
+        let blocked = Query::new("SELECT COUNT(*) FROM pg_stat_activity WHERE CAST($1 AS INTEGER) = ANY(pg_blocking_pids(pid))").bind(i64::from(pid));
+        for _ in 0..200 {
+            if app.db.fetch_optional::<(i64,)>(&blocked).await.unwrap().is_some_and(|(n,)| n > 0) {
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        panic!("nothing waited for the held change");
     }
 
     pub async fn commit(self) {
