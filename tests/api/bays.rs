@@ -276,8 +276,9 @@ async fn an_appointment_never_lands_on_a_bay_that_left_its_shop(backend: Backend
     }
 }
 
-/// A bay PUT that read the bay before another write switched it off, and lands after that write
-/// committed: the omitted `active` keeps the other write's value.
+/// A bay PUT that read the bay before another write switched it off and moved it to place 7,
+/// and lands after that write committed: the omitted `active` and `order` keep the other
+/// write's values.
 async fn a_bay_put_keeps_what_omitted_fields_hold_when_it_lands(backend: Backend) {
     let app = Arc::new(TestApp::spawn(backend).await);
     let key = app.admin_key.clone();
@@ -285,10 +286,10 @@ async fn a_bay_put_keeps_what_omitted_fields_hold_when_it_lands(backend: Backend
     let bay = app.create_bay(&key, shop, "Lift 1", 3).await;
     let held = HeldWrite::begin(&app).await;
     held.lock_row_on_postgres("bays", app.company_id, bay).await;
-    held.run("UPDATE bays SET active = false WHERE company_id = $1 AND id = $2", &[app.company_id, bay]).await;
+    held.run("UPDATE bays SET active = false, sort_order = 7 WHERE company_id = $1 AND id = $2", &[app.company_id, bay]).await;
     let put = crate::support::put_across(&app, held, &key, &format!("/api/v1/bays/{bay}"), json!({"shop_id": shop, "title": "Lift One"})).await;
     assert_eq!(
         (put.ok()["title"].clone(), put.body["active"].clone(), put.body["order"].clone()),
-        (json!("Lift One"), json!(false), json!(3))
+        (json!("Lift One"), json!(false), json!(7))
     );
 }
