@@ -177,6 +177,18 @@ impl IfMatch {
         self.check(&seen.clone().into(), locked.as_ref())
     }
 
+    /// [`IfMatch::check`] against a row the handler read locked itself.
+    pub fn check_row<T, R>(&self, seen: &R, locked: &R) -> Result<(), ApiError>
+    where
+        T: Serialize,
+        R: Clone + Into<T>,
+    {
+        if self.0.is_none() {
+            return Ok(());
+        }
+        self.check::<T>(&seen.clone().into(), Some(&locked.clone().into()))
+    }
+
     /// Checks the condition outside a transaction, where nothing is written when it holds
     /// (deleting what is deleted already).
     pub fn check_current<T: Serialize>(&self, current: &T) -> Result<(), ApiError> {

@@ -58,7 +58,7 @@ async fn get_bay(State(state): State<AppState>, caller: Caller, Path(id): Path<S
 #[utoipa::path(post, path = "/api/v1/bays", tag = "bays", request_body = BayInput,
     responses((status = 201, body = Bay, description = "Created; `Location` names the new bay"), (status = 422, body = Problem)))]
 async fn create_bay(State(state): State<AppState>, Admin(caller): Admin, JsonBody(input): JsonBody<BayInput>) -> Result<Response, ApiError> {
-    let fields = validate_bay(&state, &caller, input, None).await?;
+    let fields = bay_fields(&input, validate_bay(&state, &caller, &input).await?, None);
     let mut change = Change::begin(&state.db, caller.company_id).await?;
     let row = store::insert(change.tx(), caller.company_id, &fields).await.map_err(unique_as_invalid("title"))?;
     let location = format!("/api/v1/bays/{}", row.id);
@@ -77,8 +77,7 @@ async fn update_bay(State(state): State<AppState>, Admin(caller): Admin, put: Re
     let Replace { id, if_match, input } = put;
     let current = visible_bay(&state, &caller, &id).await?;
     let input = input?;
-    let (order, active) = (input.order, input.active);
-    let mut fields = validate_bay(&state, &caller, input, Some(&current)).await?;
+    let (shop_id, title) = validate_bay(&state, &caller, &input).await?;
     let mut change = Change::begin(&state.db, caller.company_id).await?;
     // An appointment's bay belongs to the appointment's shop, a hold's to the hold's: checked in
     // the write's transaction, on the bay's shop as it is then, so neither a hold made meanwhile
@@ -86,17 +85,18 @@ async fn update_bay(State(state): State<AppState>, Admin(caller): Admin, put: Re
     // `move_blocked` locks the bay's expired holds before the bay, as a hold's writer does (and
     // a 422 comes before a 412).
     let blocked = || ApiError::invalid("shop_id", "This bay has appointments or holds; it cannot move to another shop.");
-    match store::move_blocked(change.tx(), caller.company_id, current.id, fields.shop_id, now_micros()).await? {
+    match store::move_blocked(change.tx(), caller.company_id, current.id, shop_id, now_micros()).await? {
         store::Move::Blocked => return Err(blocked()),
         // Moved meanwhile to a shop this key may not see: it may not take the bay from there.
         store::Move::From(shop) if !caller.can_see_shop(shop) => return Err(ApiError::not_found("Bay")),
         store::Move::Gone => return Err(ApiError::not_found("Bay")),
         store::Move::Stays | store::Move::From(_) => {}
     }
-    if_match.verify::<Bay, _>(&current, store::find(change.tx(), caller.company_id, current.id)).await?;
-    // An omitted `order` or `active` keeps the value it has now, not the one read before.
-    let (stored_order, stored_active) = store::order_and_active(change.tx(), caller.company_id, current.id).await?.ok_or_else(|| ApiError::not_found("Bay"))?;
-    (fields.order, fields.active) = (order.unwrap_or(stored_order), active.unwrap_or(stored_active));
+    // The bay as it is now (`move_blocked` locked it), which If-Match checks and an omitted
+    // `order` or `active` keeps.
+    let stored = store::find_locked_already(change.tx(), caller.company_id, current.id).await?.ok_or_else(|| ApiError::not_found("Bay"))?;
+    if_match.check_row::<Bay, _>(&current, &stored)?;
+    let fields = bay_fields(&input, (shop_id, title), Some(&stored));
     let bay = Bay::from(
         store::update(change.tx(), caller.company_id, current.id, &fields)
             .await
@@ -110,21 +110,26 @@ async fn update_bay(State(state): State<AppState>, Admin(caller): Admin, put: Re
     Ok(One(bay))
 }
 
-/// A create body, or an update of `current` (PUT validates like create; an omitted `order` or
-/// `active` keeps the stored value).
-async fn validate_bay(state: &AppState, caller: &Caller, input: BayInput, current: Option<&store::BayRow>) -> Result<BayFields, ApiError> {
+/// The shop and the trimmed title of a create or update body (PUT validates like create).
+async fn validate_bay(state: &AppState, caller: &Caller, input: &BayInput) -> Result<(i64, String), ApiError> {
     let mut errors = FieldErrors::default();
     let shop_id = validate::required(&mut errors, "shop_id", input.shop_id);
     scope::body_shop(&state.db, caller, shop_id, &mut errors).await?;
-    let title = validate::required_text(&mut errors, "title", input.title).unwrap_or_default();
+    let title = validate::required_text(&mut errors, "title", input.title.clone()).unwrap_or_default();
     validate::max_len(&mut errors, "title", &title, 100);
     errors.into_result()?;
-    Ok(BayFields {
-        shop_id: shop_id.unwrap_or_default(),
-        title: title.trim().to_owned(),
-        order: input.order.or(current.map(|c| c.sort_order)).unwrap_or(0),
-        active: input.active.or(current.map(|c| c.active)).unwrap_or(true),
-    })
+    Ok((shop_id.unwrap_or_default(), title.trim().to_owned()))
+}
+
+/// The fields a body asks for, validated: an omitted `order` or `active` keeps `stored`'s (a
+/// create's: 0 and active).
+fn bay_fields(input: &BayInput, (shop_id, title): (i64, String), stored: Option<&store::BayRow>) -> BayFields {
+    BayFields {
+        shop_id,
+        title,
+        order: input.order.or(stored.map(|b| b.sort_order)).unwrap_or(0),
+        active: input.active.or(stored.map(|b| b.active)).unwrap_or(true),
+    }
 }
 
 async fn visible_bay(state: &AppState, caller: &Caller, raw_id: &str) -> Result<store::BayRow, ApiError> {

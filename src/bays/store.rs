@@ -123,10 +123,10 @@ pub async fn move_blocked(tx: &mut Tx, company_id: i64, bay_id: i64, to_shop: i6
     Ok(if tx.fetch_optional::<(i64,)>(&q).await?.is_some() { Move::Blocked } else { Move::From(from_shop) })
 }
 
-/// A bay's `sort_order` and `active` as they are now, inside a change that locked the bay
-/// ([`move_blocked`]): what a PUT that omits them keeps.
-pub async fn order_and_active(tx: &mut Tx, company_id: i64, bay_id: i64) -> Result<Option<(i64, bool)>, DbError> {
-    tx.fetch_optional(&Query::new("SELECT sort_order, active FROM bays WHERE company_id = $1 AND id = $2").bind(company_id).bind(bay_id)).await
+/// The bay as it is now, inside a change that locked it already ([`move_blocked`]): a plain
+/// read, as `FOR UPDATE` would wait for the bookings on the bay.
+pub async fn find_locked_already(tx: &mut Tx, company_id: i64, id: i64) -> Result<Option<BayRow>, DbError> {
+    tx.fetch_optional(&company_row(COLUMNS, "bays", company_id, id)).await
 }
 
 /// What [`move_blocked`] found.

@@ -160,7 +160,7 @@ async fn update_shop(State(state): State<AppState>, Admin(caller): Admin, put: R
     // Whether the zone changes is decided on the row as it is now, locked: against `current`, a
     // concurrent zone change would be undone without its appointments following.
     let stored = store::find(change.tx(), caller.company_id, current.id).await?.ok_or_else(|| ApiError::not_found("Shop"))?;
-    if_match.verify::<ShopInfo, _>(&current, async { Ok(Some(stored.clone())) }).await?;
+    if_match.check_row::<ShopInfo, _>(&current, &stored)?;
     // Omitted fields keep what they hold now, not what they held when `current` was read (valid
     // over that, the body is valid over this: every stored value passed the same checks).
     let fields = input.into_fields(Some(stored.fields.clone())).map_err(ApiError::Validation)?;

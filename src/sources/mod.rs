@@ -83,7 +83,7 @@ async fn update_source(State(state): State<AppState>, Admin(caller): Admin, put:
         .await?
         .filter(|s| caller.can_see_shop(s.shop_id))
         .ok_or_else(|| ApiError::not_found("Source"))?;
-    if_match.verify::<Source, _>(&current, async { Ok(Some(stored.clone())) }).await?;
+    if_match.check_row::<Source, _>(&current, &stored)?;
     let source = Source::from(
         store::update(change.tx(), caller.company_id, current.id, shop_id, &name, input.active.unwrap_or(stored.active))
             .await
