@@ -411,8 +411,21 @@ impl HeldWrite {
         use sqlx::{Connection, Executor};
         match &app.sqlite_file {
             Some(path) => {
+                // The server runs on this test's thread: a busy wait inside SQLite would stop the
+                // server's own transaction from finishing and releasing the lock (a 5 s deadlock,
+                // then a failed test), so the wait for the lock yields between tries.
                 let conn = rusqlite::Connection::open(path).unwrap();
-                conn.execute_batch("BEGIN IMMEDIATE").unwrap();
+                conn.busy_timeout(std::time::Duration::ZERO).unwrap();
+                let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+                loop {
+                    match conn.execute_batch("BEGIN IMMEDIATE") {
+                        Ok(()) => break,
+                        Err(e) if e.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseBusy) && tokio::time::Instant::now() < deadline => {
+                            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+                        }
+                        Err(e) => panic!("taking the SQLite write lock: {e}"),
+                    }
+                }
                 HeldWrite::Sqlite(std::sync::Mutex::new(conn))
             }
             None => {
