@@ -1,7 +1,7 @@
 //! Time handling for appointments: parsing the `date` of a body in the shop's zone, the
 //! shop-local date and time stored beside each start, and the bounds of list ranges.
 
-use chrono::{DateTime, Days, NaiveDate, NaiveDateTime, NaiveTime, Utc};
+use chrono::{DateTime, Days, NaiveDate, NaiveDateTime, NaiveTime, Timelike, Utc};
 use chrono_tz::Tz;
 
 use crate::time::{has_shape, local_day_start, local_to_utc};
@@ -83,7 +83,9 @@ pub fn parse_time_filter(raw: &str) -> Option<(String, String)> {
 /// A `start_date` / `end_date` value.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Bound {
-    Instant(i64),
+    /// An instant, to the microsecond below it (instants are stored in microseconds), and
+    /// whether it lies past that microsecond (it had more than six fraction digits).
+    Instant { micros: i64, past: bool },
     Day(NaiveDate),
 }
 
@@ -92,17 +94,19 @@ impl Bound {
         if let Some(day) = parse_date(raw) {
             return Some(Bound::Day(day));
         }
-        DateTime::parse_from_rfc3339(raw.trim()).ok().map(|t| Bound::Instant(t.timestamp_micros()))
+        // `timestamp_micros` rounds down, before 1970 too (the nanoseconds count up from the second).
+        DateTime::parse_from_rfc3339(raw.trim()).ok().map(|t| Bound::Instant { micros: t.timestamp_micros(), past: t.nanosecond() % 1_000 != 0 })
     }
 
     pub fn is_day(&self) -> bool {
         matches!(self, Bound::Day(_))
     }
 
-    /// The first instant of the bound as a lower limit (a day starts at its midnight in `tz`).
+    /// The first instant of the bound as a lower limit (a day starts at its midnight in `tz`;
+    /// an instant between two microseconds starts at the later one).
     pub fn lower(&self, tz: Tz) -> i64 {
         match *self {
-            Bound::Instant(t) => t,
+            Bound::Instant { micros, past } => micros + i64::from(past),
             Bound::Day(d) => local_day_start(tz, d).timestamp_micros(),
         }
     }
@@ -111,7 +115,7 @@ impl Bound {
     /// next midnight in `tz`).
     pub fn upper(&self, tz: Tz) -> i64 {
         match *self {
-            Bound::Instant(t) => t,
+            Bound::Instant { micros, .. } => micros,
             Bound::Day(d) => match d.checked_add_days(Days::new(1)) {
                 Some(next) => local_day_start(tz, next).timestamp_micros() - 1,
                 None => i64::MAX,
@@ -161,8 +165,21 @@ mod tests {
         assert_eq!(spring.upper(tz) + 1 - spring.lower(tz), 23 * 3_600_000_000);
         let fall = Bound::Day(NaiveDate::from_ymd_opt(2026, 11, 1).unwrap());
         assert_eq!(fall.upper(tz) + 1 - fall.lower(tz), 25 * 3_600_000_000);
-        assert_eq!(Bound::parse("2026-03-08T10:00:00Z"), Some(Bound::Instant(1_772_964_000_000_000)));
+        assert_eq!(Bound::parse("2026-03-08T10:00:00Z"), Some(Bound::Instant { micros: 1_772_964_000_000_000, past: false }));
         assert_eq!(Bound::parse("2026-3-8"), None);
+    }
+
+    #[test]
+    fn instants_between_microseconds_bound_only_what_lies_inside() {
+        let utc = chrono_tz::UTC;
+        let bound = |raw: &str| Bound::parse(raw).unwrap();
+        let at = 1_772_964_000_000_000;
+        // 100 ns past a microsecond: a lower limit starts at the next one, an upper one ends at it.
+        assert_eq!((bound("2026-03-08T10:00:00.0000001Z").lower(utc), bound("2026-03-08T10:00:00.0000001Z").upper(utc)), (at + 1, at));
+        assert_eq!((bound("2026-03-08T10:00:00.000001Z").lower(utc), bound("2026-03-08T10:00:00.000001Z").upper(utc)), (at + 1, at + 1));
+        assert_eq!((bound("2026-03-08T10:00:00.000001000Z").lower(utc), bound("2026-03-08T10:00:00.000001000Z").upper(utc)), (at + 1, at + 1));
+        // Before 1970 the microsecond below is the earlier one as well.
+        assert_eq!((bound("1969-12-31T23:59:59.9999995Z").lower(utc), bound("1969-12-31T23:59:59.9999995Z").upper(utc)), (0, -1));
     }
 
     #[test]

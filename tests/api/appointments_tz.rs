@@ -61,6 +61,10 @@ async fn spring_forward_local_dates_times_and_ranges(backend: Backend) {
     assert_eq!(ids("filter_by=appointment_start&start_date=2026-03-08T07:30:00Z").await, vec![c2, c3, c4, t2]);
     assert_eq!(ids("filter_by=appointment_end&end_date=2026-03-08T09:30:00.000000Z").await, vec![c1, c2, c3, t1]);
     assert_eq!(ids("filter_by=appointment_start&start_date=2026-03-08T03:00:00-05:00&end_date=2026-03-08").await, vec![c3, c4]);
+    // Times are kept to the microsecond: a bound 100 ns after c3's start is past it as a lower
+    // bound (not rounded down onto it), and takes it in as an upper bound.
+    assert_eq!(ids("filter_by=appointment_start&start_date=2026-03-08T08:30:00.0000001Z").await, vec![c4, t2]);
+    assert_eq!(ids("filter_by=appointment_start&start_date=2026-03-08T08:00:00Z&end_date=2026-03-08T08:30:00.0000001Z").await, vec![c3]);
     // A key limited to Tokyo ranges Tokyo's days only.
     let tokyo_key = app.create_key(key, "read", Some(vec![tokyo])).await;
     let r = app.get(&tokyo_key, "/api/v1/appointments?filter_by=appointment_start&start_date=2026-03-08&end_date=2026-03-09").await;
