@@ -194,6 +194,12 @@ async fn gone_disables_and_failures_give_up(backend: Backend) {
     app.create_bay(key, shop, "Lift 3", 2).await;
     let got = gone.wait_for(2, 30).await;
     assert_eq!(got[1].body["data"]["title"], "Lift 3");
+    // Every attempt of Lift 2 and Lift 3 at the failing webhook (four each) sent and recorded
+    // before its clock is aged below: one recorded after would turn it off before Lift 4's.
+    failing.wait_for(12, 30).await;
+    let path = format!("/api/v1/webhooks/{failing_id}/deliveries");
+    let log = eventually(&app, &path, |b| b["data"].as_array().is_some_and(|d| d.len() == 3 && d.iter().all(|d| d["state"] == "failed"))).await;
+    assert_eq!(log["data"][0]["attempt"], 4);
 
     // Failing for 3 days: the next failed attempt turns it off, and nothing more is sent.
     let three_days_ago = autoshop::db::now_micros() - 3 * 86_400_000_000 - 1_000_000;
