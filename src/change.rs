@@ -20,6 +20,8 @@ use crate::{
 pub struct Change {
     tx: Tx,
     outbox: Outbox,
+    /// What the change must still find when it writes (see [`Change::require`]).
+    guard: Option<Query>,
 }
 
 /// What a change records besides its writes: its events, and the answer a repeat of a keyed
@@ -81,6 +83,7 @@ impl Outbox {
             company_id: self.company_id,
             lock_order: self.events.first().and_then(|e| e.shop_id).unwrap_or(0),
             stored_answer,
+            guard: None,
             lead: None,
             events: events::store::value_lists(self.company_id, std::mem::take(&mut self.events), EVENTS_CHUNK, now_micros()),
         }
@@ -89,7 +92,8 @@ impl Outbox {
 
 impl Change {
     pub async fn begin(db: &Db, company_id: i64) -> Result<Change, DbError> {
-        Ok(Change { tx: db.begin().await?, outbox: Outbox { company_id, events: Vec::new(), replay: None, keyed: idempotency::current().is_some() } })
+        let outbox = Outbox { company_id, events: Vec::new(), replay: None, keyed: idempotency::current().is_some() };
+        Ok(Change { tx: db.begin().await?, outbox, guard: None })
     }
 
     /// A change that creates its company: call [`Change::assign_company`] once the company row
@@ -105,6 +109,22 @@ impl Change {
 
     pub fn company_id(&self) -> i64 {
         self.outbox.company_id
+    }
+
+    /// Writes the change only while `guard` (a `SELECT id ...` of one row) still finds its
+    /// row, checked as the first statement of the change's last hand-off (on PostgreSQL, in the
+    /// statement of a change sent alone): it fails with [`DbError::Outdated`] otherwise. On
+    /// PostgreSQL the row is locked as it is checked ([`Tx::still_holds`]), so the guard must
+    /// come before any row lock the change takes: a change that locks rows first checks with
+    /// [`Change::require_now`].
+    pub fn require(&mut self, guard: Query) {
+        self.guard = Some(guard);
+    }
+
+    /// [`Change::require`], checked (and on PostgreSQL locked) now: before the change's first
+    /// row lock, in the order a shop's PUT takes them (its shop, then its appointments).
+    pub async fn require_now(&mut self, guard: &Query) -> Result<(), DbError> {
+        if self.tx.still_holds(guard).await? { Ok(()) } else { Err(DbError::Outdated) }
     }
 
     /// The transaction, for the stores' statements.
@@ -148,6 +168,7 @@ impl Change {
         let stores_answer = slot.is_some() && self.outbox.replay.is_some();
         let mut last = self.outbox.last_statements(slot.clone());
         last.lead = lead;
+        last.guard = self.guard.take();
         let queued = if self.tx.can_commit_alone() && last.commit_alone(&mut self.tx).await? {
             0
         } else {
@@ -203,7 +224,7 @@ impl Change {
     {
         let slot = idempotency::current();
         self.tx.notify(events::CHANNEL, self.outbox.company_id.to_string()).await?;
-        let last = LastWrite { q, respond, outbox: self.outbox, slot: slot.clone(), row: std::marker::PhantomData };
+        let last = LastWrite { guard: self.guard.take(), q, respond, outbox: self.outbox, slot: slot.clone(), row: std::marker::PhantomData };
         let (value, queued, stored_answer) = self.tx.commit_with(last).await?;
         finished(slot.filter(|_| stored_answer), queued);
         Ok(value)
@@ -223,6 +244,8 @@ fn finished(stored_answer: Option<idempotency::Slot>, queued: usize) {
 /// [`Change::finish_with`]'s work: the last write, the answer built from its row, then the
 /// outbox's statements.
 struct LastWrite<R, F> {
+    /// Checked before `q` ([`Change::require`]).
+    guard: Option<Query>,
     q: Query,
     respond: F,
     outbox: Outbox,
@@ -241,6 +264,7 @@ where
     type Error = ApiError;
 
     fn run_blocking(mut self, conn: &rusqlite::Connection) -> Result<Self::Output, ApiError> {
+        check_blocking(conn, self.guard.as_ref())?;
         let row = sqlite::fetch_optional(conn, &self.q);
         let value = (self.respond)(row, &mut self.outbox)?;
         let stores_answer = self.slot.is_some() && self.outbox.replay.is_some();
@@ -249,6 +273,7 @@ where
     }
 
     async fn run(mut self, tx: &mut Tx) -> Result<Self::Output, ApiError> {
+        check(tx, self.guard.as_ref()).await?;
         let row = tx.fetch_optional(&self.q).await;
         let value = (self.respond)(row, &mut self.outbox)?;
         let stores_answer = self.slot.is_some() && self.outbox.replay.is_some();
@@ -268,6 +293,8 @@ struct LastStatements {
     /// The statement that stores a keyed request's answer, and the request's claim (told when
     /// another request stored an answer for the key first).
     stored_answer: Option<(Query, idempotency::Slot)>,
+    /// Checked before anything is written ([`Change::require`]).
+    guard: Option<Query>,
     /// A write to send in one statement with the first events' insert (see
     /// [`Change::finish_insert`]).
     lead: Option<Query>,
@@ -295,7 +322,7 @@ impl LastStatements {
         if !self.events.is_empty() && tx.skips_alone(self.company_id) {
             return Ok(false);
         }
-        let change = webhooks::store::one_statement(self.lead.clone(), self.events.first().cloned(), answer, self.company_id)
+        let change = webhooks::store::one_statement(self.lead.clone(), self.events.first().cloned(), answer, self.guard.clone(), self.company_id)
             .with_lock_order(self.lock_order);
         match tx.commit_alone(change).await? {
             Ok(()) => Ok(true),
@@ -315,6 +342,7 @@ impl Finish for LastStatements {
     type Error = DbError;
 
     fn run_blocking(self, conn: &rusqlite::Connection) -> Result<usize, DbError> {
+        check_blocking(conn, self.guard.as_ref())?;
         if let Some((q, slot)) = &self.stored_answer {
             if sqlite::execute(conn, q)? != 1 {
                 return Err(answered_first(slot));
@@ -338,6 +366,7 @@ impl Finish for LastStatements {
     }
 
     async fn run(self, tx: &mut Tx) -> Result<usize, DbError> {
+        check(tx, self.guard.as_ref()).await?;
         if let Some((q, slot)) = &self.stored_answer {
             if tx.execute(q).await? != 1 {
                 return Err(answered_first(slot));
@@ -356,6 +385,22 @@ impl Finish for LastStatements {
             tx.execute(&q).await?;
         }
         Ok(queued)
+    }
+}
+
+/// A change's guard ([`Change::require`]), on SQLite's writer thread.
+fn check_blocking(conn: &rusqlite::Connection, guard: Option<&Query>) -> Result<(), DbError> {
+    match guard {
+        Some(q) if sqlite::fetch_optional::<(i64,)>(conn, q)?.is_none() => Err(DbError::Outdated),
+        _ => Ok(()),
+    }
+}
+
+/// A change's guard ([`Change::require`]), in its transaction.
+async fn check(tx: &mut Tx, guard: Option<&Query>) -> Result<(), DbError> {
+    match guard {
+        Some(q) if !tx.still_holds(q).await? => Err(DbError::Outdated),
+        _ => Ok(()),
     }
 }
 

@@ -57,6 +57,10 @@ pub enum ApiError {
     Conflict(String),
     #[error("{0}")]
     Gone(String),
+    /// What the request was validated against (a shop's time zone) changed before it was
+    /// written: sent again, it is validated afresh. Handlers retry it before it reaches a client.
+    #[error("A record this request depends on changed while it was being written; send the request again.")]
+    Outdated,
     /// The client paused sending the body longer than the body timeout.
     #[error("The request body did not arrive in time.")]
     BodyTimedOut,
@@ -101,7 +105,7 @@ impl ApiError {
             ApiError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
             ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
-            ApiError::Conflict(_) => StatusCode::CONFLICT,
+            ApiError::Conflict(_) | ApiError::Outdated => StatusCode::CONFLICT,
             ApiError::Gone(_) => StatusCode::GONE,
             ApiError::PreconditionFailed(_) => StatusCode::PRECONDITION_FAILED,
             ApiError::BodyTimedOut => StatusCode::REQUEST_TIMEOUT,
@@ -123,6 +127,7 @@ impl From<DbError> for ApiError {
                 ApiError::Unavailable
             }
             DbError::BayNotInShop => ApiError::invalid("column", "The column field must name a bay of the appointment's shop."),
+            DbError::Outdated => ApiError::Outdated,
             other => ApiError::Internal(other.to_string()),
         }
     }

@@ -23,7 +23,7 @@ pub use validation::Validated;
 use crate::{
     auth::{Caller, Writer},
     change::Change,
-    conditional::One,
+    conditional::{IfMatch, One},
     customers::{model::Customer, store as customers},
     db::{DbError, ShopFilter, now_micros},
     error::{ApiError, Problem},
@@ -119,20 +119,20 @@ async fn get_appointment(State(state): State<AppState>, caller: Caller, Path(id)
     responses((status = 201, body = Appointment, description = "Created; `Location` names the new appointment"),
         (status = 400, body = Problem), (status = 409, body = Problem, description = "The `hold_id` names a hold that expired or was used or released"),
         (status = 422, body = Problem)))]
-async fn create_appointment(
-    State(state): State<AppState>,
-    Writer(caller): Writer,
-    JsonBody(mut input): JsonBody<AppointmentInput>,
-) -> Result<Response, ApiError> {
+async fn create_appointment(State(state): State<AppState>, Writer(caller): Writer, JsonBody(input): JsonBody<AppointmentInput>) -> Result<Response, ApiError> {
+    with_fresh_zone(&state, caller.company_id, || create(&state, &caller, input.clone())).await
+}
+
+async fn create(state: &AppState, caller: &Caller, mut input: AppointmentInput) -> Result<Response, ApiError> {
     let (hold, mut errors) = match input.hold_id {
         Some(id) => {
-            let (held, errors) = crate::holds::fill_from_hold(&state.db, &caller, &mut input, id).await?;
+            let (held, errors) = crate::holds::fill_from_hold(&state.db, caller, &mut input, id).await?;
             (Some(held), errors)
         }
         None => (None, crate::error::FieldErrors::default()),
     };
     // Every field error of the body at once: the hold's beside the others.
-    let mut valid = match validation::validate(&state.db, &state.shops, &caller, input, None).await {
+    let mut valid = match validation::validate(&state.db, &state.shops, caller, input, None).await {
         Ok(valid) if errors.is_empty() => valid,
         Ok(_) => return Err(ApiError::Validation(errors)),
         Err(ApiError::Validation(others)) => {
@@ -146,6 +146,7 @@ async fn create_appointment(
         held.pin(&mut valid);
         crate::holds::consume(&mut change, &held.hold).await?;
     }
+    change.require(valid.zone_guard(caller.company_id));
     let (column_title, company_id, now) = (valid.column_title, caller.company_id, now_micros());
     change
         .finish_insert("appointments", |id| store::insert_new(company_id, id, &valid.fields, now), move |row, outbox| {
@@ -156,6 +157,23 @@ async fn create_appointment(
             outbox.created(format!("/api/v1/appointments/{}", appointment.appointment_id), appointment)
         })
         .await
+}
+
+/// Runs `write` again, at most twice, when it failed because its shop's time zone changed after
+/// it was validated ([`ApiError::Outdated`]: its local date and time were derived in the old
+/// zone). Each try validates afresh, with the company's shops read from the database rather than
+/// from this replica's cache, which may not have heard of the change yet.
+async fn with_fresh_zone<T, W: Future<Output = Result<T, ApiError>>>(state: &AppState, company_id: i64, mut write: impl FnMut() -> W) -> Result<T, ApiError> {
+    let mut tries = 1;
+    loop {
+        match write().await {
+            Err(ApiError::Outdated) if tries < 3 => {
+                crate::shops::cache::forget_company(&state.shops, company_id);
+                tries += 1;
+            }
+            done => return done,
+        }
+    }
 }
 
 /// Update an appointment (`write` or `admin` key). The body is the create body, required fields
@@ -174,18 +192,27 @@ async fn update_appointment(State(state): State<AppState>, Writer(caller): Write
     if input.hold_id.is_some() {
         return Err(ApiError::invalid("hold_id", "The hold_id field is accepted only when creating an appointment."));
     }
+    with_fresh_zone(&state, caller.company_id, || update(&state, &caller, &current, &if_match, input.clone())).await
+}
+
+/// Writes `input` over `current`, as read outside the transaction.
+async fn update(state: &AppState, caller: &Caller, current: &store::AppointmentRow, if_match: &IfMatch, input: AppointmentInput) -> Result<One<Appointment>, ApiError> {
     let company = caller.company_id;
     // Over the row as read outside the transaction, written only while it still holds that: an
     // omitted optional field keeps the value it has when the update is written.
-    let valid = validation::validate(&state.db, &state.shops, &caller, input.clone(), Some(&current)).await?;
+    let valid = validation::validate(&state.db, &state.shops, caller, input.clone(), Some(current)).await?;
     let mut change = Change::begin(&state.db, company).await?;
     if if_match.is_present() {
+        // The shop before the appointment: the order in which a zone change locks them.
+        change.require_now(&valid.zone_guard(company)).await?;
         let locked = store::find(change.tx(), company, current.id).await?;
         // Deleted meanwhile: read-only whatever If-Match says (409, not 412).
         if locked.as_ref().is_some_and(|a| a.deleted_at.is_some()) {
             return Err(deleted_is_read_only());
         }
         if_match.check::<Appointment>(&current.clone().into(), locked.map(Appointment::from).as_ref())?;
+    } else {
+        change.require(valid.zone_guard(company));
     }
     let column_title = valid.column_title.clone();
     let update = store::update_unless_changed(company, current.id, &current.fields, &valid.fields);
@@ -196,8 +223,11 @@ async fn update_appointment(State(state): State<AppState>, Writer(caller): Write
     // commits), with what the body names read before the lock. Nothing is read from the pool
     // while the lock is held: the request waiting for a connection must not hold what the
     // requests holding every connection wait for.
-    let named = validation::References::read(&state.db, &state.shops, &caller, &input, None).await?;
+    let named = validation::References::read(&state.db, &state.shops, caller, &input, None).await?;
     let mut change = Change::begin(&state.db, company).await?;
+    if let Some(guard) = named.zone_guard(company) {
+        change.require_now(&guard).await?;
+    }
     let current = store::find(change.tx(), company, current.id)
         .await?
         .filter(|a| caller.can_see_shop(a.fields.shop_id))

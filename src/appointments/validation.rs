@@ -19,10 +19,20 @@ use crate::{
 
 const MAX_TEXT: usize = 255;
 
-/// Validated fields and the title of the chosen bay (for the response).
+/// Validated fields, the title of the chosen bay (for the response), and the shop's time zone
+/// the local dates and times were derived in.
 pub struct Validated {
     pub fields: AppointmentFields,
     pub column_title: Option<String>,
+    pub zone: String,
+}
+
+impl Validated {
+    /// The guard of the write ([`crate::change::Change::require`]): its shop still has the zone
+    /// its local times were derived in.
+    pub fn zone_guard(&self, company_id: i64) -> crate::db::Query {
+        crate::shops::store::zone_unchanged(company_id, self.fields.shop_id, &self.zone)
+    }
 }
 
 /// A field that create requires: an update requires it too (PUT validates like create,
@@ -102,6 +112,12 @@ impl References {
         };
         Ok(References { shop, shop_errors, customer })
     }
+
+    /// The guard of a write validated with these ([`Validated::zone_guard`]), known before
+    /// validation: `None` when the body names no shop the key may see (it fails validation).
+    pub fn zone_guard(&self, company_id: i64) -> Option<crate::db::Query> {
+        self.shop.as_ref().map(|(shop, _)| crate::shops::store::zone_unchanged(company_id, shop.id, &shop.fields.timezone))
+    }
 }
 
 /// Validates `input` over `current` with what it names, read already: reads nothing.
@@ -114,6 +130,7 @@ pub fn check(named: References, mut input: AppointmentInput, current: Option<&Ap
     let (shop, bays) = shop.unzip();
     let bays = bays.unwrap_or_default();
     let tz = shop.as_ref().map(ShopRow::tz).unwrap_or(chrono_tz::UTC);
+    let zone = shop.as_ref().map(|s| s.fields.timezone.clone()).unwrap_or_default();
     let new_customer = linked_customer(&mut errors, customer, stored)?;
     let customer_id = input.customer_id.clone().apply(stored.and_then(|c| c.customer_id));
     let start_at = start(&mut errors, std::mem::take(&mut input.date), tz);
@@ -159,7 +176,7 @@ pub fn check(named: References, mut input: AppointmentInput, current: Option<&Ap
         local_time: String::new(),
     };
     fields.localize(tz);
-    Ok(Validated { fields, column_title })
+    Ok(Validated { fields, column_title, zone })
 }
 
 /// The customer a body links anew (one the key may see), whose names and e-mail fill omitted

@@ -47,6 +47,10 @@ pub enum DbError {
     /// A statement that must return a row returned none.
     #[error("the statement returned no row")]
     NoRow,
+    /// What a change was computed from no longer holds as it writes ([`Tx::still_holds`]): a
+    /// shop's time zone changed after an appointment's local times were derived from it.
+    #[error("a value the change was computed from changed")]
+    Outdated,
     /// The database could not be reached (down, pool exhausted, connection lost, busy).
     #[error("database unavailable: {0}")]
     Unavailable(String),
@@ -495,6 +499,15 @@ impl Tx {
         Ok(())
     }
 
+    /// Whether `guard` (a `SELECT id ...` of at most one row) still finds its row. On
+    /// PostgreSQL the row is locked `FOR KEY SHARE` as it is read: a transaction holding it
+    /// `FOR UPDATE` (a shop's PUT) is waited for and the row read again as that one committed
+    /// it, and one that comes later waits for this transaction to end.
+    pub async fn still_holds(&mut self, guard: &Query) -> Result<bool, DbError> {
+        let q = if self.is_sqlite() { guard.clone() } else { guard.clone().wrapped("", KEY_SHARE) };
+        Ok(self.fetch_optional::<(i64,)>(&q).await?.is_some())
+    }
+
     /// Whether [`Tx::commit_alone`] may run: on PostgreSQL before any statement began the
     /// transaction. (SQLite's writer commits a whole change in one hand-off already.)
     pub fn can_commit_alone(&self) -> bool {
@@ -584,6 +597,10 @@ impl Reader<'_> {
 
 /// `q` locking the rows it reads until `tx` commits: `FOR UPDATE` on PostgreSQL; SQLite's one
 /// writer holds every row of its transaction already.
+/// The lock a guard takes on PostgreSQL ([`Tx::still_holds`]): the one a foreign key's check
+/// takes, so a write that references the row holds it already.
+pub const KEY_SHARE: &str = " FOR KEY SHARE";
+
 fn for_update(tx: &Tx, mut q: Query) -> Query {
     if !tx.is_sqlite() {
         q.push(" FOR UPDATE");

@@ -244,6 +244,8 @@ pub fn spawn_purge(db: Db) {
 pub struct HeldSlot {
     pub hold: HoldRow,
     tz: chrono_tz::Tz,
+    /// The shop's time zone as stored, which the booking is written under (`tz` parsed).
+    zone: String,
     title: String,
 }
 
@@ -257,6 +259,7 @@ impl HeldSlot {
         (fields.shop_id, fields.bay_id) = (self.hold.shop_id, Some(self.hold.bay_id));
         (fields.start_at, fields.end_at) = (self.hold.start_at, self.hold.end_at);
         fields.localize(self.tz);
+        valid.zone = self.zone.clone();
         valid.column_title = Some(self.title.clone());
     }
 }
@@ -283,7 +286,7 @@ pub async fn fill_from_hold(db: &Db, caller: &Caller, input: &mut AppointmentInp
     same(e, "date", &mut input.date, start, &|v: &String| parse_schedule(v, tz).map(|t| t.timestamp_micros()) == Some(hold.start_at));
     let title = crate::db::fold_case(&bay.title);
     same(e, "column", &mut input.column, bay.title.clone(), &|v: &String| crate::db::fold_case(v.trim()) == title);
-    Ok((HeldSlot { hold, tz, title: bay.title }, errors))
+    Ok((HeldSlot { hold, tz, zone: shop.fields.timezone, title: bay.title }, errors))
 }
 
 /// An omitted field takes the hold's value; a given one must match it (else an error, and the

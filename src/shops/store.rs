@@ -26,6 +26,13 @@ pub async fn find(from: impl Into<Reader<'_>>, company_id: i64, id: i64) -> Resu
     from.into().fetch_optional(company_row(COLUMNS, "shops", company_id, id)).await
 }
 
+/// Finds shop `id` while its time zone is still `timezone`: the guard of a write whose local
+/// dates and times were derived in that zone ([`crate::change::Change::require`]), which a
+/// zone change committed meanwhile would leave wrong (its PUT re-localised the rows it saw).
+pub fn zone_unchanged(company_id: i64, id: i64, timezone: &str) -> Query {
+    Query::new("SELECT id FROM shops WHERE company_id = $1 AND id = $2 AND timezone = $3").bind(company_id).bind(id).bind(timezone)
+}
+
 /// A shop's row and the id and title of each of its bays (by `sort_order`), or `None`: one
 /// read where a write checks both (an appointment names its bay by title).
 pub async fn find_with_bays(db: &Db, company_id: i64, id: i64) -> Result<Option<(ShopRow, Vec<(i64, String)>)>, DbError> {

@@ -121,11 +121,13 @@ pub const HAS_WEBHOOKS: &str = "the company has webhooks";
 /// A change sent as one statement outside any transaction ([`Tx::commit_alone`]): its last
 /// write `lead`, its events (a `VALUES` list of [`events::store::value_lists`]), and
 /// `exactly_one` (another write, which must change exactly one row: a keyed request's stored
-/// answer). The statement raises (`refuse_outside_transaction`), and so undoes all of itself,
-/// when the company has an enabled webhook and the change has events (their deliveries must be
-/// written in the same transaction) or when `exactly_one` changed no row. At least `lead` or
-/// `events` is needed.
-pub fn one_statement(lead: Option<Query>, events: Option<Query>, exactly_one: Option<Query>, company_id: i64) -> OneStatement {
+/// answer), and `guard` (a `SELECT id ...` that must find its row, locked `FOR KEY SHARE`:
+/// [`crate::change::Change::require`]). The statement raises (`refuse_outside_transaction`),
+/// and so undoes all of itself, when the company has an enabled webhook and the change has
+/// events (their deliveries must be written in the same transaction), when `exactly_one`
+/// changed no row, or when `guard` found none (sent again in a transaction, the change then
+/// fails with [`crate::db::DbError::Outdated`]). At least `lead` or `events` is needed.
+pub fn one_statement(lead: Option<Query>, events: Option<Query>, exactly_one: Option<Query>, guard: Option<Query>, company_id: i64) -> OneStatement {
     debug_assert!(lead.is_some() || events.is_some(), "a change with no write");
     // The company whose webhooks the statement looks up, as a bound value (`$n`).
     let subscriber = events.as_ref().map(|_| {
@@ -133,7 +135,7 @@ pub fn one_statement(lead: Option<Query>, events: Option<Query>, exactly_one: Op
         q.push_bind(company_id);
         q
     });
-    OneStatement { parts: vec![lead, events, exactly_one, subscriber], merge: one_statement_of, lock_order: 0 }
+    OneStatement { parts: vec![lead, events, exactly_one, subscriber, guard], merge: one_statement_of, lock_order: 0 }
 }
 
 /// The statement of one or more changes of [`one_statement`]: each change's writes are parts
@@ -148,6 +150,7 @@ fn one_statement_of(changes: &[Vec<Option<Query>>]) -> Query {
     let mut q = Query::new("WITH ");
     let mut subscribers = Vec::with_capacity(changes.len());
     let mut exactly_ones = Vec::new();
+    let mut guards = Vec::new();
     let mut value_lists = Vec::with_capacity(changes.len());
     let mut first = true;
     let mut next_part = |q: &mut Query| {
@@ -156,8 +159,8 @@ fn one_statement_of(changes: &[Vec<Option<Query>>]) -> Query {
         }
     };
     for (i, parts) in changes.iter().enumerate() {
-        let [lead, values, exactly_one, subscriber] = parts.as_slice() else { panic!("a change of one_statement has four parts") };
-        for (name, part, returning) in [("lead", lead, ""), ("one", exactly_one, " RETURNING 1")] {
+        let [lead, values, exactly_one, subscriber, guard] = parts.as_slice() else { panic!("a change of one_statement has five parts") };
+        for (name, part, returning) in [("must", guard, crate::db::KEY_SHARE), ("lead", lead, ""), ("one", exactly_one, " RETURNING 1")] {
             if let Some(part) = part {
                 next_part(&mut q);
                 q.push(&format!("{name}{i} AS (")).push_query(part).push(returning).push(")");
@@ -168,6 +171,9 @@ fn one_statement_of(changes: &[Vec<Option<Query>>]) -> Query {
         if exactly_one.is_some() {
             exactly_ones.push(i);
         }
+        if guard.is_some() {
+            guards.push(i);
+        }
     }
     if !value_lists.is_empty() {
         next_part(&mut q);
@@ -175,7 +181,7 @@ fn one_statement_of(changes: &[Vec<Option<Query>>]) -> Query {
         push_listed(&mut q, value_lists);
         q.push(")");
     }
-    if subscribers.is_empty() && exactly_ones.is_empty() {
+    if subscribers.is_empty() && exactly_ones.is_empty() && guards.is_empty() {
         q.push(" SELECT ''");
         return q;
     }
@@ -187,6 +193,9 @@ fn one_statement_of(changes: &[Vec<Option<Query>>]) -> Query {
     }
     for i in exactly_ones {
         q.push(&format!(" WHEN NOT EXISTS (SELECT 1 FROM one{i}) THEN refuse_outside_transaction('{CHANGED_NO_ROW}')"));
+    }
+    for i in guards {
+        q.push(&format!(" WHEN NOT EXISTS (SELECT 1 FROM must{i}) THEN refuse_outside_transaction('{OUTDATED}')"));
     }
     q.push(" ELSE '' END");
     q
@@ -201,6 +210,9 @@ fn push_listed(q: &mut Query, parts: Vec<&Query>) {
         q.push_query(part);
     }
 }
+
+/// Why [`one_statement`] refuses when its `guard` found no row.
+pub const OUTDATED: &str = "its guard found no row";
 
 /// Why [`one_statement`] refuses when its `exactly_one` write changed no row.
 pub const CHANGED_NO_ROW: &str = "its other write changed no row";

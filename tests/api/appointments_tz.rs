@@ -7,7 +7,7 @@ use serde_json::json;
 
 use crate::{
     appointments::{body, create, create_id},
-    support::{Backend, TestApp},
+    support::{Backend, HeldWrite, TestApp},
 };
 
 crate::backend_tests!(
@@ -16,6 +16,7 @@ crate::backend_tests!(
     creation_time_ranges_use_utc_days_and_bad_values_are_422,
     relocalizing_a_shop_after_a_zone_change,
     a_rename_racing_a_zone_change_keeps_appointments_in_the_shops_zone,
+    writes_racing_a_zone_change_land_in_the_new_zone,
 );
 
 async fn spring_forward_local_dates_times_and_ranges(backend: Backend) {
@@ -205,6 +206,56 @@ async fn a_rename_racing_a_zone_change_keeps_appointments_in_the_shops_zone(back
         for id in &ids {
             let r = app.get(key, &format!("/api/v1/appointments/{id}")).await;
             assert_eq!(r.body["schedule"]["time"], expected, "round {round}: the shop is in {zone}, appointment {id} is not");
+        }
+    }
+}
+
+/// A create, an update and an update with If-Match that read the shop's zone (from the replica's
+/// cache) before a zone change commits, and write after it: each reads its local `date` and
+/// stores its local date and time in the new zone. The zone change's re-localisation could not
+/// see them; the write checks, as it lands, that its shop still has the zone it used, and is
+/// validated again when it has not. It waits for the shop before it locks the appointment, as
+/// the zone change locks them.
+async fn writes_racing_a_zone_change_land_in_the_new_zone(backend: Backend) {
+    let app = &TestApp::spawn(backend).await;
+    let (key, company) = (&app.admin_key, app.company_id);
+    let shop = app.create_shop(key, "Moving", "UTC").await;
+    // Also puts the shop, in UTC, in the replica's cache.
+    let id = create_id(app, key, body(shop, "2026-01-15T10:00:00")).await;
+    let url = format!("{}/api/v1/appointments", app.base);
+    let local = body(shop, "2026-01-15T10:00:00");
+    // The zone each held change moves the shop to, and where a local 10:00 then starts.
+    for (round, zone, start) in [(0, "Asia/Tokyo", "2026-01-15T01:00:00.000000Z"), (1, "America/Chicago", "2026-01-15T16:00:00.000000Z"),
+        (2, "Europe/Berlin", "2026-01-15T09:00:00.000000Z")]
+    {
+        let request = match round {
+            0 => app.client.post(&url),
+            1 => app.client.put(format!("{url}/{id}")),
+            _ => {
+                let r = app.client.get(format!("{url}/{id}")).bearer_auth(key).send().await.unwrap();
+                app.client.put(format!("{url}/{id}")).header("if-match", r.headers()["etag"].clone())
+            }
+        };
+        let held = HeldWrite::begin(app).await;
+        // As a shop's PUT does: the shop locked, then changed.
+        held.lock_row_on_postgres("shops", company, shop).await;
+        held.run(&format!("UPDATE shops SET timezone = '{zone}' WHERE company_id = $1 AND id = $2"), &[company, shop]).await;
+        let sent = tokio::spawn(request.bearer_auth(key).json(&local).send());
+        held.await_a_waiter(app).await;
+        assert!(!sent.is_finished(), "{zone}: the write waits for the zone change");
+        // As the PUT goes on to do: its appointments re-localised. A write waiting for the shop
+        // must hold no appointment locked meanwhile (on PostgreSQL: a deadlock, one aborted).
+        let relocalized = held.try_run("UPDATE appointments SET local_time = local_time WHERE company_id = $1 AND shop_id = $2", &[company, shop]).await;
+        assert!(relocalized.is_ok(), "{zone}: {relocalized:?}");
+        held.commit().await;
+        let r = sent.await.unwrap().unwrap();
+        let status = r.status();
+        let answer: serde_json::Value = r.json().await.unwrap();
+        assert!(status.is_success(), "{zone}: {status} {answer}");
+        let stored = app.get(key, &format!("/api/v1/appointments/{}", answer["appointment_id"])).await.body;
+        for (what, a) in [("answer", &answer), ("stored", &stored)] {
+            let schedule = (a["schedule"]["start"].as_str(), a["schedule"]["date"].as_str(), a["schedule"]["time"].as_str());
+            assert_eq!(schedule, (Some(start), Some("2026-01-15"), Some("10:00:00")), "{zone} ({what}): a local 10:00 read in the old zone");
         }
     }
 }

@@ -490,25 +490,37 @@ async fn a_statement_sent_alone_writes_all_or_nothing(backend: Backend) {
     }
     assert!(tx.can_commit_alone());
     // Two writes in one statement: the lead and the event.
-    let change = one_statement(Some(lead("\"lead 1\"")), Some(event("\"event 1\"")), None, company);
+    let change = one_statement(Some(lead("\"lead 1\"")), Some(event("\"event 1\"")), None, None, company);
     assert_eq!(tx.commit_alone(change).await.unwrap(), Ok(()));
     assert_eq!((count("\"lead 1\"").await, count("\"event 1\"").await), (1, 1));
     // A change without events has nothing to check.
     let mut tx = app.db.begin().await.unwrap();
-    assert_eq!(tx.commit_alone(one_statement(Some(lead("\"lead only\"")), None, None, company)).await.unwrap(), Ok(()));
+    assert_eq!(tx.commit_alone(one_statement(Some(lead("\"lead only\"")), None, None, None, company)).await.unwrap(), Ok(()));
     assert_eq!(count("\"lead only\"").await, 1);
 
     // A third write that must change exactly one row and changes none: all undone.
     let none = Query::new("UPDATE events SET type = type WHERE company_id = $1 AND id < 0").bind(company);
     let mut tx = app.db.begin().await.unwrap();
-    let change = one_statement(Some(lead("\"lead 2\"")), Some(event("\"event 2\"")), Some(none), company);
+    let change = one_statement(Some(lead("\"lead 2\"")), Some(event("\"event 2\"")), Some(none), None, company);
     let refused = tx.commit_alone(change).await.unwrap();
     assert_eq!(refused, Err(autoshop::webhooks::store::CHANGED_NO_ROW.to_owned()));
     assert_eq!((count("\"lead 2\"").await, count("\"event 2\"").await), (0, 0), "the refused statement undid itself");
 
+    // A guard (Change::require) that finds no row: all undone; one that finds its row: written.
+    let shop = app.create_shop(&app.admin_key, "Guarded", "UTC").await;
+    let guard = |zone: &str| Query::new("SELECT id FROM shops WHERE company_id = $1 AND id = $2 AND timezone = $3").bind(company).bind(shop).bind(zone);
+    let mut tx = app.db.begin().await.unwrap();
+    let change = one_statement(Some(lead("\"lead 4\"")), Some(event("\"event 4\"")), None, Some(guard("Asia/Tokyo")), company);
+    assert_eq!(tx.commit_alone(change).await.unwrap(), Err(autoshop::webhooks::store::OUTDATED.to_owned()));
+    assert_eq!((count("\"lead 4\"").await, count("\"event 4\"").await), (0, 0), "the refused statement undid itself");
+    let mut tx = app.db.begin().await.unwrap();
+    let change = one_statement(Some(lead("\"lead 5\"")), Some(event("\"event 5\"")), None, Some(guard("UTC")), company);
+    assert_eq!(tx.commit_alone(change).await.unwrap(), Ok(()));
+    assert_eq!((count("\"lead 5\"").await, count("\"event 5\"").await), (1, 1));
+
     let r = app.post(&app.admin_key, "/api/v1/webhooks", json!({"url": "https://hooks.example.com/a", "events": ["*"]})).await;
     assert_eq!(r.status, 201, "{}", r.body);
-    let change = one_statement(Some(lead("\"lead 3\"")), Some(event("\"event 3\"")), None, company);
+    let change = one_statement(Some(lead("\"lead 3\"")), Some(event("\"event 3\"")), None, None, company);
     let refused = tx.commit_alone(change).await.unwrap();
     assert_eq!(refused, Err(autoshop::webhooks::store::HAS_WEBHOOKS.to_owned()), "a company with a webhook needs a transaction");
     assert_eq!((count("\"lead 3\"").await, count("\"event 3\"").await), (0, 0), "the refused statement undid itself");
@@ -571,7 +583,7 @@ async fn changes_sharing_a_statement_keep_their_own_outcome(backend: Backend) {
             let exactly_one = Some(marker(round, i, refuses(i)));
             async move {
                 let mut tx = db.begin().await.unwrap();
-                tx.commit_alone(one_statement(Some(lead), Some(ev), exactly_one, company)).await
+                tx.commit_alone(one_statement(Some(lead), Some(ev), exactly_one, None, company)).await
             }
         }))
     };
@@ -630,7 +642,7 @@ async fn a_shared_statement_refuses_when_any_of_its_companies_has_webhooks(backe
     let company_of = |i: usize| if i % 2 == 1 { hooked } else { app.company_id };
     let outcomes = futures_util::future::join_all((0..24).map(|i| {
         let (db, company) = (app.db.clone(), company_of(i));
-        let change = one_statement(Some(lead_insert(company, format!("\"lead {i}\""))), Some(event_values(company, format!("\"event {i}\""))), None, company);
+        let change = one_statement(Some(lead_insert(company, format!("\"lead {i}\""))), Some(event_values(company, format!("\"event {i}\""))), None, None, company);
         async move { db.begin().await.unwrap().commit_alone(change).await }
     }))
     .await;
@@ -667,7 +679,7 @@ async fn shared_statements_write_their_changes_in_lock_order(backend: Backend) {
         let lock_order = (i * 29) % CHANGES;
         let lead = lead_insert(company, format!("\"order {lock_order}\""));
         let db = app.db.clone();
-        async move { db.begin().await.unwrap().commit_alone(one_statement(Some(lead), None, None, company).with_lock_order(lock_order)).await }
+        async move { db.begin().await.unwrap().commit_alone(one_statement(Some(lead), None, None, None, company).with_lock_order(lock_order)).await }
     }))
     .await;
     assert!(outcomes.into_iter().all(|o| o.unwrap() == Ok(())));
@@ -718,7 +730,7 @@ async fn a_change_whose_request_is_gone_is_not_sent(backend: Backend) {
         .map(|i| {
             let lead = lead_insert(company, label(i));
             let db = pool.clone();
-            tokio::spawn(async move { db.begin().await.unwrap().commit_alone(one_statement(Some(lead), None, None, company)).await })
+            tokio::spawn(async move { db.begin().await.unwrap().commit_alone(one_statement(Some(lead), None, None, None, company)).await })
         })
         .collect();
     tokio::time::sleep(Duration::from_millis(300)).await;
