@@ -210,30 +210,46 @@ async fn a_rename_racing_a_zone_change_keeps_appointments_in_the_shops_zone(back
     }
 }
 
-/// A create, an update and an update with If-Match that read the shop's zone (from the replica's
-/// cache) before a zone change commits, and write after it: each reads its local `date` and
-/// stores its local date and time in the new zone. The zone change's re-localisation could not
-/// see them; the write checks, as it lands, that its shop still has the zone it used, and is
-/// validated again when it has not. It waits for the shop before it locks the appointment, as
-/// the zone change locks them.
+/// A create, an update, an update with If-Match and a booking of a hold that read the shop's
+/// zone (from the replica's cache, or the hold's shop) before a zone change commits, and write
+/// after it: each reads its local `date` and stores its local date and time in the new zone. The
+/// zone change's re-localisation could not see them; the write checks, as it lands, that its
+/// shop still has the zone it used, and is validated again when it has not. It waits for the
+/// shop before it locks the appointment, as the zone change locks them.
 async fn writes_racing_a_zone_change_land_in_the_new_zone(backend: Backend) {
     let app = &TestApp::spawn(backend).await;
     let (key, company) = (&app.admin_key, app.company_id);
     let shop = app.create_shop(key, "Moving", "UTC").await;
+    let week: Vec<serde_json::Value> = (0..7).map(|d| json!({"day": d, "open": "00:00", "close": "24:00"})).collect();
+    app.put(key, "/api/v1/settings/shop_hours", json!({"shop_id": shop, "hours": week})).await.ok();
+    app.create_bay(key, shop, "Lift 1", 1).await;
     // Also puts the shop, in UTC, in the replica's cache.
     let id = create_id(app, key, body(shop, "2026-01-15T10:00:00")).await;
     let url = format!("{}/api/v1/appointments", app.base);
-    let local = body(shop, "2026-01-15T10:00:00");
-    // The zone each held change moves the shop to, and where a local 10:00 then starts.
-    for (round, zone, start) in [(0, "Asia/Tokyo", "2026-01-15T01:00:00.000000Z"), (1, "America/Chicago", "2026-01-15T16:00:00.000000Z"),
-        (2, "Europe/Berlin", "2026-01-15T09:00:00.000000Z")]
-    {
+    // The zone each held change moves the shop to, and the schedule the write then has.
+    let rounds = [
+        ("Asia/Tokyo", ("2026-01-15T01:00:00.000000Z", "2026-01-15", "10:00:00")),
+        ("America/Chicago", ("2026-01-15T16:00:00.000000Z", "2026-01-15", "10:00:00")),
+        ("Europe/Berlin", ("2026-01-15T09:00:00.000000Z", "2026-01-15", "10:00:00")),
+        // The hold's instant, taken in Berlin: 10:00 there.
+        ("Asia/Tokyo", ("2030-01-07T09:00:00.000000Z", "2030-01-07", "18:00:00")),
+    ];
+    for (round, (zone, schedule)) in rounds.into_iter().enumerate() {
+        let mut local = body(shop, "2026-01-15T10:00:00");
         let request = match round {
             0 => app.client.post(&url),
             1 => app.client.put(format!("{url}/{id}")),
-            _ => {
+            2 => {
                 let r = app.client.get(format!("{url}/{id}")).bearer_auth(key).send().await.unwrap();
                 app.client.put(format!("{url}/{id}")).header("if-match", r.headers()["etag"].clone())
+            }
+            _ => {
+                let hold = app.post(key, "/api/v1/holds", json!({"shop_id": shop, "date": "2030-01-07T10:00:00", "hours": 1})).await;
+                assert_eq!(hold.status, 201, "{}", hold.body);
+                let fields = local.as_object_mut().unwrap();
+                fields.remove("date");
+                fields.insert("hold_id".into(), hold.body["hold_id"].clone());
+                app.client.post(&url)
             }
         };
         let held = HeldWrite::begin(app).await;
@@ -242,20 +258,20 @@ async fn writes_racing_a_zone_change_land_in_the_new_zone(backend: Backend) {
         held.run(&format!("UPDATE shops SET timezone = '{zone}' WHERE company_id = $1 AND id = $2"), &[company, shop]).await;
         let sent = tokio::spawn(request.bearer_auth(key).json(&local).send());
         held.await_a_waiter(app).await;
-        assert!(!sent.is_finished(), "{zone}: the write waits for the zone change");
+        assert!(!sent.is_finished(), "round {round}: the write waits for the zone change");
         // As the PUT goes on to do: its appointments re-localised. A write waiting for the shop
         // must hold no appointment locked meanwhile (on PostgreSQL: a deadlock, one aborted).
         let relocalized = held.try_run("UPDATE appointments SET local_time = local_time WHERE company_id = $1 AND shop_id = $2", &[company, shop]).await;
-        assert!(relocalized.is_ok(), "{zone}: {relocalized:?}");
+        assert!(relocalized.is_ok(), "round {round}: {relocalized:?}");
         held.commit().await;
         let r = sent.await.unwrap().unwrap();
         let status = r.status();
         let answer: serde_json::Value = r.json().await.unwrap();
-        assert!(status.is_success(), "{zone}: {status} {answer}");
+        assert!(status.is_success(), "round {round}: {status} {answer}");
         let stored = app.get(key, &format!("/api/v1/appointments/{}", answer["appointment_id"])).await.body;
         for (what, a) in [("answer", &answer), ("stored", &stored)] {
-            let schedule = (a["schedule"]["start"].as_str(), a["schedule"]["date"].as_str(), a["schedule"]["time"].as_str());
-            assert_eq!(schedule, (Some(start), Some("2026-01-15"), Some("10:00:00")), "{zone} ({what}): a local 10:00 read in the old zone");
+            let got = (a["schedule"]["start"].as_str().unwrap(), a["schedule"]["date"].as_str().unwrap(), a["schedule"]["time"].as_str().unwrap());
+            assert_eq!(got, schedule, "round {round} ({what}): localised in the zone before {zone}");
         }
     }
 }
