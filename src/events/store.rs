@@ -131,17 +131,43 @@ pub async fn page(db: &Db, company_id: i64, after: Position, filter: &FeedFilter
     db.fetch_all(&q).await
 }
 
-/// The position just before the first event that is not visible yet: a stream that starts here
-/// sees exactly the events committed after it connected.
-pub async fn tail(db: &Db, company_id: i64) -> Result<Position, DbError> {
-    let q = if db.is_sqlite() {
-        Query::new("SELECT CAST(0 AS BIGINT), CAST(COALESCE(MAX(id), 0) AS BIGINT) FROM events WHERE company_id = $1").bind(company_id)
-    } else {
-        // Everything below the horizon is already visible; everything at or above it is not.
-        Query::new("SELECT CAST(CAST(pg_snapshot_xmin(pg_current_snapshot()) AS TEXT) AS BIGINT) - 1, CAST($1 AS BIGINT)").bind(i64::MAX)
-    };
-    let (xid, id): (i64, i64) = db.fetch_optional(&q).await?.ok_or(DbError::NoRow)?;
-    Ok(Position { xid, id })
+/// Where a stream without a cursor starts: the position just before the first event that is
+/// not visible yet, and (PostgreSQL) the transactions above it that had committed already. A
+/// stream that starts there and skips those sees exactly the events committed after it connected.
+pub async fn tail(db: &Db, company_id: i64) -> Result<(Position, Option<CommittedBefore>), DbError> {
+    if db.is_sqlite() {
+        // The one writer numbers events in commit order: the last one is the start.
+        let q = Query::new("SELECT CAST(COALESCE(MAX(id), 0) AS BIGINT) FROM events WHERE company_id = $1").bind(company_id);
+        let (id,): (i64,) = db.fetch_optional(&q).await?.ok_or(DbError::NoRow)?;
+        return Ok((Position { xid: 0, id }, None));
+    }
+    // Everything below the horizon (xmin) is already visible. At or above it, the transactions
+    // of the snapshot's in-progress list, and those from xmax on, had not committed.
+    let q = Query::new(
+        "SELECT CAST(CAST(pg_snapshot_xmin(s) AS TEXT) AS BIGINT), CAST(CAST(pg_snapshot_xmax(s) AS TEXT) AS BIGINT), \
+         COALESCE((SELECT string_agg(CAST(x AS TEXT), ',') FROM pg_snapshot_xip(s) AS x), '') FROM (SELECT pg_current_snapshot() AS s) AS now",
+    );
+    let (xmin, xmax, running): (i64, i64, String) = db.fetch_optional(&q).await?.ok_or(DbError::NoRow)?;
+    let running = running.split(',').filter_map(|x| x.parse().ok()).collect();
+    Ok((Position { xid: xmin - 1, id: i64::MAX }, Some(CommittedBefore { xmax, running })))
+}
+
+/// The transactions at or above a stream's starting horizon that had committed when it connected
+/// (PostgreSQL): their events are older than the stream, and it skips them. Once a stream is past
+/// `xmax`, nothing more is skipped.
+#[derive(Debug, Clone)]
+pub struct CommittedBefore {
+    /// The first transaction that had not started.
+    pub xmax: i64,
+    /// The transactions below `xmax` that were still running.
+    pub running: Vec<i64>,
+}
+
+impl CommittedBefore {
+    /// Whether transaction `xid` (at or above the horizon) had committed when the stream began.
+    pub fn contains(&self, xid: i64) -> bool {
+        xid < self.xmax && !self.running.contains(&xid)
+    }
 }
 
 /// Whether `after` lies in the part of the company's feed that retention has deleted.

@@ -99,8 +99,8 @@ pub async fn stream_events(
         params.0.push(("after".into(), last.to_owned()));
     }
     let request = FeedRequest::parse(&state, &caller, &params).await.map_err(|e| rename_after(e, last_event_id.is_some()))?;
-    let cursor = match request.after {
-        Some(after) => after,
+    let (cursor, committed_before) = match request.after {
+        Some(after) => (after, None),
         None => store::tail(&state.db, caller.company_id).await?,
     };
     let key_hash = headers
@@ -114,6 +114,7 @@ pub async fn stream_events(
         company_id: caller.company_id,
         filter: request.filter,
         cursor,
+        committed_before,
         buffer: VecDeque::new(),
         wake: state.events.subscribe(),
         key_hash,
@@ -155,6 +156,8 @@ struct Reader {
     company_id: i64,
     filter: store::FeedFilter,
     cursor: Position,
+    /// Without a cursor, on PostgreSQL: the transactions whose events came before the stream.
+    committed_before: Option<store::CommittedBefore>,
     buffer: VecDeque<SseEvent>,
     wake: Receiver<i64>,
     key_hash: String,
@@ -196,6 +199,14 @@ impl Reader {
         let found = !rows.is_empty();
         for row in rows {
             self.cursor = row.position();
+            if let Some(before) = &self.committed_before {
+                if before.contains(row.xid) {
+                    continue;
+                }
+                if row.xid >= before.xmax {
+                    self.committed_before = None;
+                }
+            }
             let event = Event::from_row(self.company_id, row);
             let sse = SseEvent::default().id(event.id.clone()).event(event.kind.clone());
             match sse.json_data(&event) {

@@ -9,12 +9,13 @@ use std::{
 use autoshop::change::Change;
 use serde_json::{Value, json};
 
-use crate::support::{Backend, TestApp};
+use crate::support::{Backend, HeldWrite, TestApp};
 
 crate::backend_tests!(
     a_change_reaches_a_stream_on_another_replica_within_a_second,
     streams_resume_after_last_event_id,
     streams_on_two_replicas_carry_the_feed_exactly_while_three_servers_create,
+    a_stream_without_a_cursor_starts_after_the_changes_committed_before_it,
 );
 
 /// An open SSE response, read event by event.
@@ -86,6 +87,36 @@ async fn a_change_reaches_a_stream_on_another_replica_within_a_second(backend: B
     change.record("customer.updated", None, &json!({"n": 99})).unwrap();
     change.commit().await.unwrap();
     assert!(stream.next(Duration::from_millis(700)).await.is_none());
+}
+
+/// Without a cursor a stream starts with the changes committed after it connected, also when an
+/// older transaction still runs on PostgreSQL (it holds the feed's horizon below changes that
+/// committed before the stream: those are not sent, the running one's are).
+async fn a_stream_without_a_cursor_starts_after_the_changes_committed_before_it(backend: Backend) {
+    let app = TestApp::spawn(backend).await;
+    commit_event(&app, 0).await;
+    // SQLite's one writer commits in order: nothing older can still be running there.
+    let older = match backend {
+        Backend::Postgres => {
+            let held = HeldWrite::begin(&app).await;
+            held.run("SELECT pg_current_xact_id()", &[]).await;
+            Some(held)
+        }
+        Backend::Sqlite => None,
+    };
+    commit_event(&app, 1).await;
+    let mut stream = SseReader::open(&app.base, &app.admin_key, "", None).await;
+    if let Some(older) = older {
+        older.run("INSERT INTO events (company_id, type, data, created_at) VALUES ($1, 'customer.updated', '{\"n\": 2}', 0)", &[app.company_id]).await;
+        older.commit().await;
+    }
+    commit_event(&app, 3).await;
+    let mut sent = Vec::new();
+    while let Some((_, _, data)) = stream.next(Duration::from_millis(1500)).await {
+        sent.push(data["data"]["n"].as_i64().unwrap());
+    }
+    let expected = if backend == Backend::Postgres { vec![2, 3] } else { vec![3] };
+    assert_eq!(sent, expected, "the events committed after the stream connected, in feed order");
 }
 
 async fn streams_resume_after_last_event_id(backend: Backend) {
