@@ -162,12 +162,14 @@ async fn create(state: &AppState, caller: &Caller, mut input: AppointmentInput) 
 /// Runs `write` again, at most twice, when it failed because its shop's time zone changed after
 /// it was validated ([`ApiError::Outdated`]: its local date and time were derived in the old
 /// zone). Each try validates afresh, with the company's shops read from the database rather than
-/// from this replica's cache, which may not have heard of the change yet.
+/// from this replica's cache, which may not have heard of the change yet, and (on SQLite) once
+/// the change is committed, not only run by the writer.
 async fn with_fresh_zone<T, W: Future<Output = Result<T, ApiError>>>(state: &AppState, company_id: i64, mut write: impl FnMut() -> W) -> Result<T, ApiError> {
     let mut tries = 1;
     loop {
         match write().await {
             Err(ApiError::Outdated) if tries < 3 => {
+                state.db.settle_writes().await?;
                 crate::shops::cache::forget_company(&state.shops, company_id);
                 tries += 1;
             }

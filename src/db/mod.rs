@@ -244,6 +244,19 @@ impl Db {
         })
     }
 
+    /// Returns once every write that SQLite's writer has run so far is committed, and so seen
+    /// by the read pool: the writer answers a write only after its group's commit, but a change
+    /// refused because of another change of the same group (a guard, [`Tx::still_holds`]) hears
+    /// of it at once, and must not read again before that other change shows. (A no-op write is
+    /// answered after the commit of its group, which comes after every earlier job's.) On
+    /// PostgreSQL a change shows as soon as it commits: nothing to wait for.
+    pub async fn settle_writes(&self) -> Result<(), DbError> {
+        match self {
+            Db::Sqlite(db) => db.write(|_| Ok(())).await,
+            Db::Postgres(_) => Ok(()),
+        }
+    }
+
     pub async fn ping(&self) -> Result<(), DbError> {
         let q = Query::new("SELECT CAST(1 AS BIGINT)");
         self.fetch_optional::<(i64,)>(&q).await.map(drop)

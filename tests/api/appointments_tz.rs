@@ -17,6 +17,7 @@ crate::backend_tests!(
     relocalizing_a_shop_after_a_zone_change,
     a_rename_racing_a_zone_change_keeps_appointments_in_the_shops_zone,
     writes_racing_a_zone_change_land_in_the_new_zone,
+    writes_on_two_servers_racing_zone_changes_keep_the_shops_zone,
 );
 
 async fn spring_forward_local_dates_times_and_ranges(backend: Backend) {
@@ -272,6 +273,49 @@ async fn writes_racing_a_zone_change_land_in_the_new_zone(backend: Backend) {
         for (what, a) in [("answer", &answer), ("stored", &stored)] {
             let got = (a["schedule"]["start"].as_str().unwrap(), a["schedule"]["date"].as_str().unwrap(), a["schedule"]["time"].as_str().unwrap());
             assert_eq!(got, schedule, "round {round} ({what}): localised in the zone before {zone}");
+        }
+    }
+}
+
+/// The promise of the guard under load: creates and updates sent to two servers while a third
+/// request flips the shop's zone, round after round. After each round every appointment of the
+/// shop shows the local time of its start in the zone the shop has then, none in the other.
+async fn writes_on_two_servers_racing_zone_changes_keep_the_shops_zone(backend: Backend) {
+    let config = autoshop::config::AppConfig { rate_limit: 0.0, ..crate::support::test_config() };
+    let app = &TestApp::spawn_with(backend, config.clone()).await;
+    let replica = app.spawn_replica_with(config).await;
+    let key = &app.admin_key;
+    let shop = app.create_shop(key, "Flipping", "UTC").await;
+    // Every write puts its appointment at 00:00Z: 00:00 in UTC, 09:00 in Tokyo.
+    let at_midnight = body(shop, "2026-03-08T00:00:00Z");
+    let mut existing = Vec::new();
+    for _ in 0..3 {
+        existing.push(create_id(app, key, at_midnight.clone()).await);
+    }
+    let bases = [app.base.clone(), replica];
+    for round in 0..16 {
+        let zone = if round % 2 == 0 { "Asia/Tokyo" } else { "UTC" };
+        let mut racing = Vec::new();
+        for n in 0..7 {
+            let base = &bases[(round + n) % 2];
+            racing.push(match n {
+                0 => app.client.put(format!("{base}/api/v1/shops/{shop}")).json(&json!({"name": "Flipping", "timezone": zone})),
+                1..=3 => app.client.put(format!("{base}/api/v1/appointments/{}", existing[n - 1])).json(&at_midnight),
+                _ => app.client.post(format!("{base}/api/v1/appointments")).json(&at_midnight),
+            });
+        }
+        let sent: Vec<_> = racing.into_iter().map(|r| tokio::spawn(r.bearer_auth(key).send())).collect();
+        for (n, answer) in sent.into_iter().enumerate() {
+            let r = answer.await.unwrap().unwrap();
+            let status = r.status();
+            assert!(status.is_success(), "round {round}, request {n}: {status} {}", r.text().await.unwrap());
+        }
+        let expected = if zone == "Asia/Tokyo" { "09:00:00" } else { "00:00:00" };
+        let listed = app.get(key, &format!("/api/v1/appointments?filter[shop_id]={shop}&pageSize=100")).await;
+        let rows = listed.body["data"].as_array().unwrap();
+        assert_eq!(rows.len(), 3 + 3 * (round + 1), "round {round}");
+        for a in rows {
+            assert_eq!(a["schedule"]["time"], expected, "round {round}: the shop is in {zone}, appointment {} is not", a["appointment_id"]);
         }
     }
 }
