@@ -118,6 +118,7 @@ impl Change {
     /// come before any row lock the change takes: a change that locks rows first checks with
     /// [`Change::require_now`].
     pub fn require(&mut self, guard: Query) {
+        debug_assert!(self.guard.is_none(), "a change has one guard");
         self.guard = Some(guard);
     }
 
@@ -326,6 +327,8 @@ impl LastStatements {
             .with_lock_order(self.lock_order);
         match tx.commit_alone(change).await? {
             Ok(()) => Ok(true),
+            // Its guard found no row: the transaction would find none either.
+            Err(reason) if reason == webhooks::store::OUTDATED => Err(DbError::Outdated),
             Err(reason) => {
                 if reason == webhooks::store::HAS_WEBHOOKS {
                     tx.skip_alone(self.company_id);

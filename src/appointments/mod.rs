@@ -117,7 +117,8 @@ async fn get_appointment(State(state): State<AppState>, caller: Caller, Path(id)
 /// bay and time and consume the hold (409 when it expired or was used).
 #[utoipa::path(post, path = "/api/v1/appointments", tag = "appointments", request_body = AppointmentInput,
     responses((status = 201, body = Appointment, description = "Created; `Location` names the new appointment"),
-        (status = 400, body = Problem), (status = 409, body = Problem, description = "The `hold_id` names a hold that expired or was used or released"),
+        (status = 400, body = Problem), (status = 409, body = Problem, description = "The `hold_id` names a hold that expired or was used or released; or the shop's time zone changed \
+            while the appointment was written, three times running (send it again)"),
         (status = 422, body = Problem)))]
 async fn create_appointment(State(state): State<AppState>, Writer(caller): Writer, JsonBody(input): JsonBody<AppointmentInput>) -> Result<Response, ApiError> {
     with_fresh_zone(&state, caller.company_id, || create(&state, &caller, input.clone())).await
@@ -142,11 +143,16 @@ async fn create(state: &AppState, caller: &Caller, mut input: AppointmentInput) 
         Err(e) => return Err(e),
     };
     let mut change = Change::begin(&state.db, caller.company_id).await?;
-    if let Some(held) = &hold {
-        held.pin(&mut valid);
-        crate::holds::consume(&mut change, &held.hold).await?;
+    match &hold {
+        // The shop before the hold's row (the transaction has begun already: no round trip of
+        // its own on PostgreSQL).
+        Some(held) => {
+            held.pin(&mut valid);
+            change.require_now(&valid.zone_guard(caller.company_id)).await?;
+            crate::holds::consume(&mut change, &held.hold).await?;
+        }
+        None => change.require(valid.zone_guard(caller.company_id)),
     }
-    change.require(valid.zone_guard(caller.company_id));
     let (column_title, company_id, now) = (valid.column_title, caller.company_id, now_micros());
     change
         .finish_insert("appointments", |id| store::insert_new(company_id, id, &valid.fields, now), move |row, outbox| {
@@ -183,7 +189,8 @@ async fn with_fresh_zone<T, W: Future<Output = Result<T, ApiError>>>(state: &App
 #[utoipa::path(put, path = "/api/v1/appointments/{id}", tag = "appointments", params(("id" = i64, Path)),
     request_body = AppointmentUpdate,
     responses((status = 200, body = Appointment, description = "The updated appointment"), (status = 400, body = Problem), (status = 404, body = Problem),
-        (status = 409, body = Problem, description = "The appointment is cancelled: cancelled appointments are read-only"), (status = 422, body = Problem)))]
+        (status = 409, body = Problem, description = "The appointment is cancelled: cancelled appointments are read-only; or the shop's time zone \
+            changed while it was written, three times running (send it again)"), (status = 422, body = Problem)))]
 async fn update_appointment(State(state): State<AppState>, Writer(caller): Writer, put: Replace<AppointmentInput>) -> Result<One<Appointment>, ApiError> {
     let Replace { id, if_match, input } = put;
     let current = visible(&state, &caller, &id).await?;
@@ -194,6 +201,8 @@ async fn update_appointment(State(state): State<AppState>, Writer(caller): Write
     if input.hold_id.is_some() {
         return Err(ApiError::invalid("hold_id", "The hold_id field is accepted only when creating an appointment."));
     }
+    // Each try starts from the row read here: after a zone change re-localised it, the guarded
+    // write misses it and the locked pass reads it afresh.
     with_fresh_zone(&state, caller.company_id, || update(&state, &caller, &current, &if_match, input.clone())).await
 }
 

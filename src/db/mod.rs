@@ -608,12 +608,13 @@ impl Reader<'_> {
     }
 }
 
-/// `q` locking the rows it reads until `tx` commits: `FOR UPDATE` on PostgreSQL; SQLite's one
-/// writer holds every row of its transaction already.
 /// The lock a guard takes on PostgreSQL ([`Tx::still_holds`]): the one a foreign key's check
-/// takes, so a write that references the row holds it already.
+/// takes (an insert referencing the row, or an update changing the reference, holds it anyway).
+/// It waits for a `FOR UPDATE` lock, not for other key-share locks.
 pub const KEY_SHARE: &str = " FOR KEY SHARE";
 
+/// `q` locking the rows it reads until `tx` commits: `FOR UPDATE` on PostgreSQL; SQLite's one
+/// writer holds every row of its transaction already.
 fn for_update(tx: &Tx, mut q: Query) -> Query {
     if !tx.is_sqlite() {
         q.push(" FOR UPDATE");

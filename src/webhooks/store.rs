@@ -125,8 +125,8 @@ pub const HAS_WEBHOOKS: &str = "the company has webhooks";
 /// [`crate::change::Change::require`]). The statement raises (`refuse_outside_transaction`),
 /// and so undoes all of itself, when the company has an enabled webhook and the change has
 /// events (their deliveries must be written in the same transaction), when `exactly_one`
-/// changed no row, or when `guard` found none (sent again in a transaction, the change then
-/// fails with [`crate::db::DbError::Outdated`]). At least `lead` or `events` is needed.
+/// changed no row, or when `guard` found none (the change then fails with
+/// [`crate::db::DbError::Outdated`]). At least `lead` or `events` is needed.
 pub fn one_statement(lead: Option<Query>, events: Option<Query>, exactly_one: Option<Query>, guard: Option<Query>, company_id: i64) -> OneStatement {
     debug_assert!(lead.is_some() || events.is_some(), "a change with no write");
     // The company whose webhooks the statement looks up, as a bound value (`$n`).
@@ -160,10 +160,10 @@ fn one_statement_of(changes: &[Vec<Option<Query>>]) -> Query {
     };
     for (i, parts) in changes.iter().enumerate() {
         let [lead, values, exactly_one, subscriber, guard] = parts.as_slice() else { panic!("a change of one_statement has five parts") };
-        for (name, part, returning) in [("must", guard, crate::db::KEY_SHARE), ("lead", lead, ""), ("one", exactly_one, " RETURNING 1")] {
+        for (name, part, suffix) in [("must", guard, crate::db::KEY_SHARE), ("lead", lead, ""), ("one", exactly_one, " RETURNING 1")] {
             if let Some(part) = part {
                 next_part(&mut q);
-                q.push(&format!("{name}{i} AS (")).push_query(part).push(returning).push(")");
+                q.push(&format!("{name}{i} AS (")).push_query(part).push(suffix).push(")");
             }
         }
         value_lists.extend(values.as_ref());
