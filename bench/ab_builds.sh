@@ -21,7 +21,7 @@ rounds=${AB_ROUNDS:-6}; seconds=${AB_SECONDS:-6}; conns=${AB_CONNS:-32}
 . bench/dataset.sh
 use_dataset "$backend" "$dataset"
 # A writing shape grows the data set: each run starts from it as generated (AB_RESET=0 keeps it).
-if [[ $mode == post* || $mode == put ]] && [ "${AB_RESET:-1}" != 0 ]; then restore_url "$url"; fi
+if [[ $mode == post* || $mode == put* ]] && [ "${AB_RESET:-1}" != 0 ]; then restore_url "$url"; fi
 
 port=${BENCH_PORT:-18091}
 . bench/pair.sh

@@ -128,6 +128,21 @@ impl Change {
         if self.tx.still_holds(guard).await? { Ok(()) } else { Err(DbError::Outdated) }
     }
 
+    /// `guard` ([`Change::require`]) as a condition of the change's last write, to append to its
+    /// `WHERE`: ` AND EXISTS (guard)`, locked as [`Tx::still_holds`] locks it, which costs no
+    /// statement of its own. A write that then changes no row does not say why: a caller that
+    /// needs to know checks with [`Change::require_now`] (in a transaction of its own, before it
+    /// locks rows).
+    pub fn guard_condition(&self, guard: &Query) -> Query {
+        let mut q = Query::new(" AND EXISTS (");
+        q.push_query(guard);
+        if !self.tx.is_sqlite() {
+            q.push(crate::db::KEY_SHARE);
+        }
+        q.push(")");
+        q
+    }
+
     /// The transaction, for the stores' statements.
     pub fn tx(&mut self) -> &mut Tx {
         &mut self.tx

@@ -2,7 +2,7 @@
 -- request, and a machine-readable summary line ("BENCH {...}") at the end.
 --
 -- Environment: BENCH_MODE (path, range, date, last_name, phone, number, shop, post, post_keyed,
--- put, one, one_conditional, one_padded, availability),
+-- put, put_appointment, one, one_conditional, one_padded, availability),
 -- BENCH_KEY (API key), BENCH_PATH (mode path), BENCH_FIRST_SHOP, BENCH_SHOPS,
 -- BENCH_FIRST_DAY (epoch seconds of the data's first day), BENCH_DAYS, BENCH_FIRST_CUSTOMER,
 -- BENCH_LAST_CUSTOMER, BENCH_CUSTOMERS (count, for customer numbers).
@@ -95,6 +95,12 @@ request = function()
       h = keyed_headers
     end
     return wrk.format("POST", "/api/v1/appointments", h, body)
+  elseif mode == "put_appointment" then
+    -- One of the first 500 appointments, put in the first shop without a bay: after the first
+    -- seconds every one is there, so the updates keep their shop, and all of them share one.
+    local body = '{"shop_id":' .. first_shop .. ',"date":"2030-01-07T' .. string.format("%02d", math.random(8, 16)) ..
+      ':00:00","year":"2020","make":"Toyota","model":"Camry","home_phone":"","work_phone":"","cell_phone":"","column":null}'
+    return wrk.format("PUT", "/api/v1/appointments/" .. math.random(1, 500), headers, body)
   elseif mode == "put" then
     local id = math.random(first_customer, last_customer)
     local body = '{"phone":{"cell":"(555) 010-' .. string.format("%04d", math.random(0, 9999)) ..

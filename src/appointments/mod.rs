@@ -222,11 +222,12 @@ async fn update(state: &AppState, caller: &Caller, current: &store::AppointmentR
             return Err(deleted_is_read_only());
         }
         if_match.check::<Appointment>(&current.clone().into(), locked.map(Appointment::from).as_ref())?;
-    } else {
-        change.require(valid.zone_guard(company));
     }
     let column_title = valid.column_title.clone();
-    let update = store::update_unless_changed(company, current.id, &current.fields, &valid.fields);
+    // Guarded in its own `WHERE` (no statement of its own): a zone change makes it miss, like a
+    // change of the row, and the locked pass below tells them apart.
+    let zone_unchanged = change.guard_condition(&valid.zone_guard(company));
+    let update = store::update_unless_changed(company, current.id, &current.fields, &valid.fields, &zone_unchanged);
     if let Some(updated) = change.finish_with(update, move |row, outbox| row?.map(|row| recorded(row, column_title, outbox)).transpose()).await? {
         return Ok(updated);
     }

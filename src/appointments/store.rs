@@ -161,14 +161,20 @@ pub async fn update(tx: &mut Tx, company_id: i64, id: i64, f: &AppointmentFields
 
 /// The `UPDATE` of a live appointment to `f`, returning its row (none when deleted or absent).
 pub fn update_query(company_id: i64, id: i64, f: &AppointmentFields) -> Query {
-    update_statement(company_id, id, f, None)
+    let mut q = update_statement(company_id, id, f, None);
+    q.push(&format!(" RETURNING {}", returning_columns()));
+    q
 }
 
 /// [`update_query`] that applies only while the appointment still holds `read` (every stored
-/// value but the lower-cased search keys, which follow the values): no row when it changed since
-/// it was read, or was deleted. Merge again onto a fresh read then.
-pub fn update_unless_changed(company_id: i64, id: i64, read: &AppointmentFields, f: &AppointmentFields) -> Query {
-    update_statement(company_id, id, f, Some(read))
+/// value but the lower-cased search keys, which follow the values) and while `condition` (an
+/// `AND ...` of [`crate::change::Change::guard_condition`]) holds: no row when it changed since
+/// it was read, was deleted, or the condition failed. Merge again onto a fresh read then.
+pub fn update_unless_changed(company_id: i64, id: i64, read: &AppointmentFields, f: &AppointmentFields, condition: &Query) -> Query {
+    let mut q = update_statement(company_id, id, f, Some(read));
+    q.push_query(condition);
+    q.push(&format!(" RETURNING {}", returning_columns()));
+    q
 }
 
 /// An appointment's new `updated_at` (`$3` the writer's clock): later than the one it has, so
@@ -195,7 +201,6 @@ fn update_statement(company_id: i64, id: i64, f: &AppointmentFields, unless_chan
             }
         }
     }
-    q.push(&format!(" RETURNING {}", returning_columns()));
     q
 }
 
