@@ -184,11 +184,8 @@ async fn relocalizing_a_shop_after_a_zone_change(backend: Backend) {
 /// Renames race a zone change through two servers; after each round every appointment's local
 /// time must be its start in the shop's zone, whichever write came last.
 async fn a_rename_racing_a_zone_change_keeps_appointments_in_the_shops_zone(backend: Backend) {
-    let config = autoshop::config::AppConfig { rate_limit: 0.0, ..crate::support::test_config() };
-    let app = &TestApp::spawn_with(backend, config.clone()).await;
-    let replica = app.spawn_replica_with(config).await;
-    let key = &app.admin_key;
-    let shop = app.create_shop(key, "Moving", "UTC").await;
+    let (app, replica, shop) = two_servers_and_a_shop(backend, "Moving").await;
+    let (app, key) = (&app, &app.admin_key);
     let mut ids = Vec::new();
     for _ in 0..20 {
         ids.push(create_id(app, key, body(shop, "2026-03-08T00:00:00Z")).await);
@@ -281,11 +278,8 @@ async fn writes_racing_a_zone_change_land_in_the_new_zone(backend: Backend) {
 /// request flips the shop's zone, round after round. After each round every appointment of the
 /// shop shows the local time of its start in the zone the shop has then, none in the other.
 async fn writes_on_two_servers_racing_zone_changes_keep_the_shops_zone(backend: Backend) {
-    let config = autoshop::config::AppConfig { rate_limit: 0.0, ..crate::support::test_config() };
-    let app = &TestApp::spawn_with(backend, config.clone()).await;
-    let replica = app.spawn_replica_with(config).await;
-    let key = &app.admin_key;
-    let shop = app.create_shop(key, "Flipping", "UTC").await;
+    let (app, replica, shop) = two_servers_and_a_shop(backend, "Flipping").await;
+    let (app, key) = (&app, &app.admin_key);
     // Every write puts its appointment at 00:00Z: 00:00 in UTC, 09:00 in Tokyo.
     let at_midnight = body(shop, "2026-03-08T00:00:00Z");
     let mut existing = Vec::new();
@@ -318,4 +312,13 @@ async fn writes_on_two_servers_racing_zone_changes_keep_the_shops_zone(backend: 
             assert_eq!(a["schedule"]["time"], expected, "round {round}: the shop is in {zone}, appointment {} is not", a["appointment_id"]);
         }
     }
+}
+
+/// A server and a second one over the same database, without rate limits, and a shop in UTC.
+async fn two_servers_and_a_shop(backend: Backend, name: &str) -> (TestApp, String, i64) {
+    let config = autoshop::config::AppConfig { rate_limit: 0.0, ..crate::support::test_config() };
+    let app = TestApp::spawn_with(backend, config.clone()).await;
+    let replica = app.spawn_replica_with(config).await;
+    let shop = app.create_shop(&app.admin_key, name, "UTC").await;
+    (app, replica, shop)
 }
