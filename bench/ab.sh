@@ -20,7 +20,7 @@ rounds=${AB_ROUNDS:-5}; seconds=${AB_SECONDS:-8}; conns=${AB_CONNS:-32}
 . bench/dataset.sh
 use_dataset "$backend" "$dataset"
 # A writing shape grows the data set: each run starts from it as generated (AB_RESET=0 keeps it).
-if [[ " $a $b " == *" post"* || " $a $b " == *" put "* ]] && [ "${AB_RESET:-1}" != 0 ]; then restore_url "$url"; fi
+if [[ " $a $b " == *" post"* || " $a $b " == *" put"* ]] && [ "${AB_RESET:-1}" != 0 ]; then restore_url "$url"; fi
 
 cargo build --release --quiet --bin autoshop
 port=${BENCH_PORT:-18090}

@@ -225,7 +225,7 @@ async fn update(state: &AppState, caller: &Caller, current: &store::AppointmentR
     }
     let column_title = valid.column_title.clone();
     // Guarded in its own `WHERE` (no statement of its own): a zone change makes it miss, like a
-    // change of the row, and the locked pass below tells them apart.
+    // change of the row; the locked pass below checks the zone it reads then, alone, first.
     let zone_unchanged = change.guard_condition(&valid.zone_guard(company));
     let update = store::update_unless_changed(company, current.id, &current.fields, &valid.fields, &zone_unchanged);
     if let Some(updated) = change.finish_with(update, move |row, outbox| row?.map(|row| recorded(row, column_title, outbox)).transpose()).await? {
