@@ -125,7 +125,7 @@ impl Change {
     /// [`Change::require`], checked (and on PostgreSQL locked) now: before the change's first
     /// row lock, in the order a shop's PUT takes them (its shop, then its appointments).
     pub async fn require_now(&mut self, guard: &Query) -> Result<(), DbError> {
-        if self.tx.still_holds(guard).await? { Ok(()) } else { Err(DbError::Outdated) }
+        check(&mut self.tx, Some(guard)).await
     }
 
     /// `guard` ([`Change::require`]) as a condition of the change's last write, to append to its
@@ -135,11 +135,7 @@ impl Change {
     /// locks rows).
     pub fn guard_condition(&self, guard: &Query) -> Query {
         let mut q = Query::new(" AND EXISTS (");
-        q.push_query(guard);
-        if !self.tx.is_sqlite() {
-            q.push(crate::db::KEY_SHARE);
-        }
-        q.push(")");
+        q.push_query(&self.tx.locking_guard(guard)).push(")");
         q
     }
 

@@ -203,11 +203,11 @@ async fn update_appointment(State(state): State<AppState>, Writer(caller): Write
     }
     // Each try starts from the row read here: after a zone change re-localised it, the guarded
     // write misses it and the locked pass reads it afresh.
-    with_fresh_zone(&state, caller.company_id, || update(&state, &caller, &current, &if_match, input.clone())).await
+    with_fresh_zone(&state, caller.company_id, || update(&state, &caller, &current, &if_match, &input)).await
 }
 
 /// Writes `input` over `current`, as read outside the transaction.
-async fn update(state: &AppState, caller: &Caller, current: &store::AppointmentRow, if_match: &IfMatch, input: AppointmentInput) -> Result<One<Appointment>, ApiError> {
+async fn update(state: &AppState, caller: &Caller, current: &store::AppointmentRow, if_match: &IfMatch, input: &AppointmentInput) -> Result<One<Appointment>, ApiError> {
     let company = caller.company_id;
     // Over the row as read outside the transaction, written only while it still holds that: an
     // omitted optional field keeps the value it has when the update is written.
@@ -235,7 +235,7 @@ async fn update(state: &AppState, caller: &Caller, current: &store::AppointmentR
     // commits), with what the body names read before the lock. Nothing is read from the pool
     // while the lock is held: the request waiting for a connection must not hold what the
     // requests holding every connection wait for.
-    let named = validation::References::read(&state.db, &state.shops, caller, &input, None).await?;
+    let named = validation::References::read(&state.db, &state.shops, caller, input, None).await?;
     let mut change = Change::begin(&state.db, company).await?;
     if let Some(guard) = named.zone_guard(company) {
         change.require_now(&guard).await?;
@@ -247,7 +247,7 @@ async fn update(state: &AppState, caller: &Caller, current: &store::AppointmentR
     if current.deleted_at.is_some() {
         return Err(deleted_is_read_only());
     }
-    let valid = validation::check(named, input, Some(&current))?;
+    let valid = validation::check(named, input.clone(), Some(&current))?;
     if_match.check_current::<Appointment>(&current.clone().into())?;
     let column_title = valid.column_title;
     change

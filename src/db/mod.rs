@@ -517,8 +517,13 @@ impl Tx {
     /// `FOR UPDATE` (a shop's PUT) is waited for and the row read again as that one committed
     /// it, and one that comes later waits for this transaction to end.
     pub async fn still_holds(&mut self, guard: &Query) -> Result<bool, DbError> {
-        let q = if self.is_sqlite() { guard.clone() } else { guard.clone().wrapped("", KEY_SHARE) };
+        let q = self.locking_guard(guard);
         Ok(self.fetch_optional::<(i64,)>(&q).await?.is_some())
+    }
+
+    /// `guard` as [`Tx::still_holds`] reads it: locked `FOR KEY SHARE` on PostgreSQL.
+    pub fn locking_guard(&self, guard: &Query) -> Query {
+        if self.is_sqlite() { guard.clone() } else { guard.clone().wrapped("", KEY_SHARE) }
     }
 
     /// Whether [`Tx::commit_alone`] may run: on PostgreSQL before any statement began the
