@@ -214,10 +214,14 @@ impl SqliteDb {
         self.readers.stats()
     }
 
-    /// Waits for the writes queued before it, updates the planner's statistics, and refuses
-    /// every later read and write.
+    /// Waits for the writes queued before it, and refuses every later read and write.
+    ///
+    /// It does not update the planner's statistics: a plain `PRAGMA optimize` reads a sample
+    /// of 2,000 index entries (SQLite 3.46 and later), and at a million appointments of one
+    /// company the sample said 2,001 rows per company and per shop, and no more per customer
+    /// than per shop. The start (`migrate`) reads them whole.
     pub async fn close(&self) {
-        let _ = self.exclusive(|conn| conn.execute_batch("PRAGMA optimize").map_err(DbError::from)).await;
+        let _ = self.exclusive(|_| Ok(())).await;
         self.closed.store(true, std::sync::atomic::Ordering::SeqCst);
         self.readers.close();
     }
